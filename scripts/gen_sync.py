@@ -78,7 +78,6 @@ REPLACEMENTS = {
     "amaybe_await": "maybe_await",
     "asleep": "sleep",
     "aoffload": "offload",
-    "astart": "start",
     "AsyncStep": "Step",
     "arun_all": "run_all",
     "aboth": "both",

@@ -339,15 +339,6 @@ class AsyncBackgroundCall(Generic[T]):
         """Whether ``wait`` would return at once."""
         return self._task.done() or self._foreign()
 
-    def ended(self) -> bool:
-        """Whether the call has ended, read from any thread (``done`` is this loop's)."""
-        return self._task.done()
-
-    def result(self) -> T:
-        """The result of a call that has ``ended`` (raises what it raised), from any
-        thread: a search's reads take the query's embedding with it."""
-        return self._task.result()
-
     async def wait(self) -> T:
         """The call's result (waits for it; the call goes on if the waiter is cancelled)."""
         import asyncio
@@ -364,39 +355,6 @@ class AsyncBackgroundCall(Generic[T]):
             return
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
-
-
-def astart(name: str, step: Callable[[], Coroutine[Any, Any, T]]) -> AsyncBackgroundCall[T]:
-    """``step`` begun now as a task of the running loop, beside what the caller does next
-    (its result: ``wait``, or ``result`` once ``done``)."""
-    return AsyncBackgroundCall(name, step)
-
-
-def start(name: str, step: Callable[[], T]) -> Finished[T]:
-    """Sync twin of :func:`astart`: ``step`` run now, on the caller's thread."""
-    return Finished(step())
-
-
-class Finished(Generic[T]):
-    """A call made already (:func:`start`), with ``AsyncBackgroundCall``'s reads."""
-
-    def __init__(self, value: T) -> None:
-        self._value = value
-
-    def done(self) -> bool:
-        return True
-
-    def ended(self) -> bool:
-        return True
-
-    def result(self) -> T:
-        return self._value
-
-    def wait(self) -> T:
-        return self._value
-
-    def cancel(self) -> None:
-        return None
 
 
 class BackgroundCall(Generic[T]):
@@ -423,12 +381,6 @@ class BackgroundCall(Generic[T]):
 
     def done(self) -> bool:
         return self._done.is_set()
-
-    def ended(self) -> bool:
-        return self._done.is_set()
-
-    def result(self) -> T:
-        return self.wait()
 
     def wait(self) -> T:
         self._done.wait()

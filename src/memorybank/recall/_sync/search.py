@@ -56,11 +56,10 @@ Entry embeddings
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -82,7 +81,7 @@ from memorybank.recall.hybrid import HybridRanker, SearchOptions
 from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.scope import check_owner
-from memorybank.runtime.concurrency import both, sleep, start
+from memorybank.runtime.concurrency import both, offload
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import (
     UNSET,
@@ -92,7 +91,6 @@ from memorybank.stores.contract._sync.store import (
     Visibility,
 )
 from memorybank.stores.contract.items import EntryRow
-from memorybank.stores.contract.steps import Call, Compute, Read, Started, Step, Wait
 from memorybank.stores.keyword.text import default_analyzer
 
 if TYPE_CHECKING:
@@ -102,8 +100,6 @@ if TYPE_CHECKING:
     from memorybank.embeddings.base import Embedder
 
 __all__ = ["HYBRID_CANDIDATES", "SearchMode", "run_search"]
-
-T = TypeVar("T")
 
 
 SearchMode = Literal["hybrid", "semantic", "keyword"]
@@ -123,8 +119,6 @@ _MODES = ("hybrid", "semantic", "keyword")
 #: What the hybrid path ranks: an entry (read as ``EntryRow`` without filters), a
 #: document or a fact.
 Ranked = Entry | EntryRow | Document | FactItem
-#: A part of a search's reads as a program of steps (``AsyncStore.search_program``).
-Steps = Generator[Step, Any, T]
 
 
 # -- search --------------------------------------------------------------------------------
@@ -274,7 +268,7 @@ class _Search:
         self._qvecs: list[NDArray[np.float32] | None] = []
         # hits resolved in batches (``_prefetch``): (thread, entry id) / (kind, id) -> row
         self.entries: dict[tuple[str, str], Entry | None] = {}
-        #: the hybrid path's entry hits, read as ``EntryRow`` (``_prefetch_steps(rows=True)``)
+        #: the hybrid path's entry hits, read as ``EntryRow`` (``_prefetch(rows=True)``)
         self.rows: dict[tuple[str, str], Entry | EntryRow | None] = {}
         self.records: dict[tuple[str, str], Record | None] = {}
         #: entry id -> its vector of the embedder's model, read with the hybrid candidates
@@ -307,13 +301,9 @@ class _Search:
             self.threads[thread_id] = thread
         return self.threads[thread_id]
 
-    def _prefetch(self, hits: Sequence[SearchHit]) -> None:
-        """``_prefetch_steps`` of the keyword and semantic modes."""
-        self.store.search_program(self._prefetch_steps(hits))
-
-    def _prefetch_steps(
+    def _prefetch(
         self, hits: Sequence[SearchHit], model_id: str | None = None, rows: bool = False
-    ) -> Steps[None]:
+    ) -> None:
         """Read the hits' threads, entries and records in a few batch reads (the threads
         and their entries in one ``search_entries``, with the entries' vectors of
         ``model_id`` into ``self.vectors``; one per record kind), so resolving them costs
@@ -330,30 +320,28 @@ class _Search:
                 by_kind.setdefault(hit.kind, []).append(hit.id)
         if by_thread and all(tid not in self.threads for tid in by_thread):
             # one call: the threads, their entries and the entries' vectors
-            read = "search_entry_rows" if rows else "search_entries"
-            threads, got, vectors = yield Read(
-                read, (self.tenant, by_thread), {"model_id": model_id}
-            )
+            read = self.store.search_entry_rows if rows else self.store.search_entries
+            threads, got, vectors = read(self.tenant, by_thread, model_id=model_id)
             self.vectors.update(vectors)
             for tid in by_thread:
                 self._admit(tid, threads.get(tid))
         else:
             unread = [tid for tid in by_thread if tid not in self.threads]
             if unread:
-                threads = yield Read("thread_get_many", (self.tenant, unread))
+                threads = self.store.thread_get_many(self.tenant, unread)
                 for tid in unread:
                     self._admit(tid, threads.get(tid))
             # only the threads this caller may see are read
             admitted = {
                 tid: ids for tid, ids in by_thread.items() if self.threads.get(tid) is not None
             }
-            got = (yield Read("entry_get_across", (self.tenant, admitted))) if admitted else {}
+            got = self.store.entry_get_across(self.tenant, admitted) if admitted else {}
         for tid, ids in by_thread.items():
             if self.threads.get(tid) is not None:
                 for eid in ids:
                     book[(tid, eid)] = got.get((tid, eid))
         for kind, ids in by_kind.items():
-            found = yield Read("record_get_many", (self.tenant, kind, ids))
+            found = self.store.record_get_many(self.tenant, kind, ids)
             for rid in ids:
                 self.records[(kind, rid)] = found.get(rid)
 
@@ -390,16 +378,6 @@ class _Search:
             record = self.records[(hit.kind, hit.id)]
         else:
             record = self.store.record_get(self.tenant, hit.kind, hit.id)
-        return self._record_of(hit, record)
-
-    def _record_read(self, hit: SearchHit) -> Document | FactItem | _Unread | None:
-        """``_resolve`` of a record hit from what ``_prefetch_steps`` read, or ``_UNREAD``."""
-        if (hit.kind, hit.id) not in self.records:
-            return _UNREAD
-        return self._record_of(hit, self.records[(hit.kind, hit.id)])
-
-    def _record_of(self, hit: SearchHit, record: Record | None) -> Document | FactItem | None:
-        """The record of ``hit`` as searched, or None when gone or out of sight."""
         if record is None or not self.visible.admits(record.agent_id, record.user_id):
             return None
         if hit.kind in (FACT, FACT_VERSION):
@@ -422,70 +400,39 @@ class _Search:
             text_kinds += self.fact_kinds
         vector_kinds = [k for k in self.kinds if k != FACT]
 
-        def keyword_read() -> Read | None:
-            if mode not in ("hybrid", "keyword") or not text_kinds:
-                return None
-            return Read(
-                "text_search",
-                (self.tenant, self.query),
-                {
-                    "kinds": text_kinds,
-                    "k": fetch,
-                    "thread_id": thread_id,
-                    "visible_to": self.visible,
-                },
-            )
-
         def keyword_hits() -> list[SearchHit]:
-            read = keyword_read()
-            if read is None:
+            if mode not in ("hybrid", "keyword") or not text_kinds:
                 return []
-            found: list[SearchHit] = self.store.text_search(*read.args, **read.kwargs)
-            return found
+            return self.store.text_search(
+                self.tenant,
+                self.query,
+                kinds=text_kinds,
+                k=fetch,
+                thread_id=thread_id,
+                visible_to=self.visible,
+            )
 
         def query_vector() -> NDArray[np.float32] | None:
             if mode not in ("hybrid", "semantic") or embedder is None:
                 return None
             return self._qvec()
 
-        def semantic_read(qvec: NDArray[np.float32] | None) -> Read | None:
-            if qvec is None or embedder is None or not vector_kinds:
-                return None
-            return Read(
-                "vector_search",
-                (self.tenant, qvec.tolist()),
-                {
-                    "model_id": embedder.model_id,
-                    "kinds": vector_kinds,
-                    "k": fetch,
-                    "thread_id": thread_id,
-                    "visible_to": self.visible,
-                },
-            )
-
         # The query's embedding (a model run or an API call: often the slowest step of a
         # search) runs beside the keyword search, then the vector search beside the facts.
-        if mode == "hybrid" and not self.fact_kinds:
-            # one program: the keyword search, the vector search, the candidates' reads
-            # and the ranking (``AsyncStore.search_program``: one hand-off on SQLite)
-            embedding = start("memorybank-query-embedding", query_vector)
-            # one turn of the loop: an embedder that answers at once (a cache, no model
-            # run) has the vector before the reads begin, taken there without a hand-off
-            sleep(0)
-            try:
-                return self.store.search_program(
-                    self._hybrid(keyword_read(), embedding, semantic_read)
-                )
-            finally:
-                embedding.cancel()  # (done unless the search failed before it)
         text_hits, qvec = both(keyword_hits, query_vector)
 
         def semantic_hits() -> list[SearchHit]:
-            read = semantic_read(qvec)
-            if read is None:
+            if qvec is None or embedder is None or not vector_kinds:
                 return []
-            found: list[SearchHit] = self.store.vector_search(*read.args, **read.kwargs)
-            return found
+            return self.store.vector_search(
+                self.tenant,
+                qvec.tolist(),
+                model_id=embedder.model_id,
+                kinds=vector_kinds,
+                k=fetch,
+                thread_id=thread_id,
+                visible_to=self.visible,
+            )
 
         def fact_items() -> list[FactItem]:
             if not self.fact_kinds or mode == "keyword":
@@ -534,37 +481,15 @@ class _Search:
                 if len(hits) >= self.k:
                     break
             return hits
-        return self.store.search_program(self._fuse(text_hits, vector_hits, qvec, facts))
-
-    def _hybrid(
-        self,
-        keyword: Read | None,
-        embedding: Started,
-        semantic: Callable[[NDArray[np.float32] | None], Read | None],
-    ) -> Steps[list[Hit]]:
-        """``_fuse`` after the keyword search ``keyword`` and the query's ``embedding``
-        (begun beside it), with the vector search ``semantic`` makes of the vector."""
-        text_hits: list[SearchHit] = [] if keyword is None else (yield keyword)
-        qvec: NDArray[np.float32] | None = yield Wait(embedding)
-        return (yield from self._fuse(text_hits, semantic(qvec), qvec))
+        return self._fuse(text_hits, vector_hits, qvec, facts)
 
     def _fuse(
         self,
         text_hits: list[SearchHit],
-        vector_read: list[SearchHit] | Read | None,
+        vector_hits: list[SearchHit],
         qvec: NDArray[np.float32] | None,
         facts: Sequence[FactItem] = (),
-    ) -> Steps[list[Hit]]:
-        """The hybrid ranking of the hits (``vector_read``: the vector hits, or the
-        vector search that finds them) with the neighbours of the best, as a program of
-        steps (``AsyncStore.search_program``: one hand-off on SQLite)."""
-        vector_hits: list[SearchHit]
-        if vector_read is None:
-            vector_hits = []
-        elif isinstance(vector_read, Read):
-            vector_hits = yield vector_read
-        else:
-            vector_hits = vector_read
+    ) -> list[Hit]:
         records: dict[str, Ranked] = {}  # candidate key -> record
         # hits resolved to nothing: per branch, since a forked entry's copies share its id
         # and only the copy on the thread's current branch resolves
@@ -575,7 +500,7 @@ class _Search:
         # decoded for a hundred and more of them), the entries returned in full after the
         # ranking; with metadata ``filters`` in full from the start (they read metadata).
         narrow = not self.filters
-        yield from self._prefetch_steps([*text_hits, *vector_hits], model_id, rows=narrow)
+        self._prefetch([*text_hits, *vector_hits], model_id, rows=narrow)
         book: Mapping[tuple[str, str], Entry | EntryRow | None] = (
             self.rows if narrow else self.entries
         )
@@ -583,12 +508,8 @@ class _Search:
             key = _PREFIX[hit.kind] + hit.id
             if key in records or (key, hit.branch) in dropped:
                 continue
-            found = self._entry_read(hit, book) if hit.kind == "entry" else self._record_read(hit)
-            record: Ranked | None
-            if isinstance(found, _Unread):
-                record = yield Call(functools.partial(self._resolve, hit))
-            else:
-                record = found
+            found = self._entry_read(hit, book) if hit.kind == "entry" else _UNREAD
+            record = self._resolve(hit) if isinstance(found, _Unread) else found
             if record is None:
                 dropped.add((key, hit.branch))
                 continue
@@ -605,10 +526,9 @@ class _Search:
                 continue
             windows.append((tid, at - _NEIGHBOURS, at + _NEIGHBOURS))
         if windows:
-            around, more = yield Read(
-                "search_window_rows" if narrow else "search_windows",
-                (self.tenant, windows),
-                {"model_id": model_id, "known": self.vectors.keys()},
+            window_read = self.store.search_window_rows if narrow else self.store.search_windows
+            around, more = window_read(
+                self.tenant, windows, model_id=model_id, known=self.vectors.keys()
             )
             self.vectors.update(more)
             for window in around:
@@ -631,24 +551,13 @@ class _Search:
             for prefix, kind in (("e:", "entry"), ("d:", DOCUMENT_KIND)):
                 ids = unread[prefix]
                 if ids:
-                    got = yield Read(
-                        "vector_get_arrays",
-                        (self.tenant, kind, ids),
-                        {"model_id": embedder.model_id},
+                    got = self.store.vector_get_arrays(
+                        self.tenant, kind, ids, model_id=embedder.model_id
                     )
                     vectors.update({prefix + rid: vec for rid, vec in got.items()})
-            missing = [
-                (key, record)
-                for key, record in records.items()
-                if key not in vectors and isinstance(record, Entry | EntryRow) and record.content
-            ]
-            if missing:
-                yield Call(functools.partial(self._embed_missing, missing, vectors))
+            self._embed_missing(records, vectors)
             facts = [r for r in records.values() if isinstance(r, FactItem)]
-            if facts:
-                vectors.update(
-                    (yield Call(functools.partial(fact_vectors, self.core, self.tenant, facts)))
-                )
+            vectors.update(fact_vectors(self.core, self.tenant, facts))
         candidates = [_candidate(key, record, vectors.get(key)) for key, record in records.items()]
         if not candidates:
             return []
@@ -676,12 +585,13 @@ class _Search:
                         break
             return best
 
-        best = (yield Compute(ranked)) if len(candidates) >= _OFFLOAD_CANDIDATES else ranked()
-        return (yield from self._entries_of(best))
+        if len(candidates) >= _OFFLOAD_CANDIDATES:
+            return self._entries_of(offload(ranked))
+        return self._entries_of(ranked())
 
     def _entries_of(
         self, best: Sequence[tuple[Ranked, float, dict[str, float]]]
-    ) -> Steps[list[Hit]]:
+    ) -> list[Hit]:
         """The first k of ``best`` as hits, each ``EntryRow`` read as its whole entry
         (``entry_get_across``: one read for the k, more only when an entry was deleted
         since the search read it)."""
@@ -694,7 +604,7 @@ class _Search:
             for record, _, _ in chunk:
                 if isinstance(record, EntryRow):
                     wanted.setdefault(record.thread_id, []).append(record.id)
-            got = (yield Read("entry_get_across", (self.tenant, wanted))) if wanted else {}
+            got = self.store.entry_get_across(self.tenant, wanted) if wanted else {}
             for record, score, signals in chunk:
                 if isinstance(record, EntryRow):
                     entry = got.get((record.thread_id, record.id))
@@ -707,14 +617,20 @@ class _Search:
 
     def _embed_missing(
         self,
-        missing: Sequence[tuple[str, Entry | EntryRow]],
+        records: dict[str, Ranked],
         vectors: dict[str, list[float] | NDArray[np.float32]],
     ) -> None:
-        """Embed the candidate entries ``missing`` that lack a vector (written before the
-        embedder, or while it failed) and store them: bounded by the candidates, one
-        embedder batch."""
+        """Embed the candidate entries that lack a vector (written before the embedder, or
+        while it failed) and store them: bounded by the candidates, one embedder batch."""
         embedder = self.core.embedder
         assert embedder is not None
+        missing = [
+            (key, record)
+            for key, record in records.items()
+            if key not in vectors and isinstance(record, Entry | EntryRow) and record.content
+        ]
+        if not missing:
+            return
         try:
             fresh = embed_texts(embedder, [r.content or "" for _, r in missing])
             self.store.vector_put(

@@ -20,14 +20,12 @@ import dataclasses
 import math
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import NotFound
 from memorybank.rules.ids import compound_id
-from memorybank.runtime.concurrency import aoffload
 from memorybank.stores.contract._async.batch_reads import AsyncBatchReads
 from memorybank.stores.contract.items import EntryRow, Record, SearchHit, VectorItem
-from memorybank.stores.contract.steps import Compute, Read, SearchProgram, Step, Wait
 from memorybank.stores.contract.types import Visibility, best_hits, searched_kinds, visible
 from memorybank.stores.keyword.bm25 import BM25Index
 
@@ -43,8 +41,6 @@ __all__ = ["VECTOR_KIND", "AsyncSearchStore", "rank_texts"]
 
 #: The record kind the derived vectors are kept under (no other code writes it).
 VECTOR_KIND = "derived.vector"
-
-T = TypeVar("T")
 
 
 def _vector_id(kind: str, item_id: str, model_id: str) -> str:
@@ -254,40 +250,6 @@ class AsyncSearchStore(AsyncBatchReads):
         return {rid: np.asarray(vector, dtype=np.float32) for rid, vector in got.items()}
 
     # -- a search's reads, fused --------------------------------------------------------
-
-    async def search_program(self, program: SearchProgram[T]) -> T:
-        """Run a search's ``program`` (``memorybank.stores.contract.steps``): each step
-        it yields is served and sent back, and what it returns is returned.
-
-        This default serves the steps one by one (a ``Read`` as the store method it
-        names, a ``Compute`` off the event loop); a store overrides it to serve many
-        steps in one place (SQLite: one snapshot of one read connection)."""
-        try:
-            step = next(program)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        return await self._search_steps(program, step)
-
-    async def _search_steps(self, program: SearchProgram[T], step: Step) -> T:
-        """``search_program`` from its pending ``step`` on."""
-        while True:
-            value = await self._search_step(step)
-            try:
-                step = program.send(value)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-
-    async def _search_step(self, step: Step) -> Any:
-        """What one step of a search's program gives."""
-        if isinstance(step, Read):
-            return await getattr(self, step.name)(*step.args, **step.kwargs)
-        if isinstance(step, Compute):
-            return await aoffload(step.fn)
-        if isinstance(step, Wait):
-            return await step.call.wait()
-        return await step.fn()
 
     async def search_entries(
         self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None

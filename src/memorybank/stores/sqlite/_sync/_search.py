@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Unset, Visibility
 from memorybank.stores.contract.items import EntryRow, SearchHit
-from memorybank.stores.contract.steps import Compute, Read, SearchProgram, Step, Wait
 from memorybank.stores.contract.types import best_hits, names_user, searched_kinds
 from memorybank.stores.sql._sync.core import Statement
 from memorybank.stores.sql.common import (
@@ -60,40 +59,7 @@ else:  # NumPy loads with the first vector read, not with the store (cold start)
 
 #: An entry as a search reads it (``Entry``, or ``EntryRow`` for ranking), and its key.
 E = TypeVar("E", bound=EntryKeys)
-T = TypeVar("T")
 Pair = tuple[str, str]
-
-#: The reads a search's program may name that only ever read through ``_run_read`` (or
-#: hand back: ``text_search`` brings the keyword index up to date on the writer first
-#: when it lags): served inside the program's snapshot (``SearchMixin.search_program``).
-_SNAPSHOT_READS = frozenset(
-    {
-        "text_search",
-        "vector_search",
-        "search_entries",
-        "search_entry_rows",
-        "search_windows",
-        "search_window_rows",
-        "record_get_many",
-        "vector_get_arrays",
-        "entry_get_across",
-        "thread_get_many",
-    }
-)
-
-
-class _HandBack(Exception):
-    """A read inside a program's snapshot needed the writer: made on the event loop."""
-
-
-class _Snapshot(threading.local):
-    """The store and the read connection whose snapshot this thread serves a program in."""
-
-    store: object = None
-    conn: sqlite3.Connection | None = None
-
-
-_SNAPSHOT = _Snapshot()
 
 
 class SearchMixin(SQLiteStoreBase):
@@ -845,93 +811,6 @@ class SearchMixin(SQLiteStoreBase):
         return found
 
     # -- a search's reads, fused: one hand-off to a read connection each ---------------
-
-    def search_program(self, program: SearchProgram[T]) -> T:
-        """The steps of a search's program in one snapshot of one read connection: one
-        hand-off for a whole hybrid search (the vector search, the hits' rows, the
-        windows, the vectors and records still missing, the ranking, the entries it
-        returns), not one per step. A step that cannot run there (an embedder call, a
-        read that needs the writer) is served on the event loop, and the steps after it
-        in a snapshot of their own again (``AsyncStore.search_program``)."""
-        if not self._readers.enabled or self._view or self.path == ":memory:":
-            return super().search_program(program)
-        try:
-            step = next(program)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        while True:
-            pending, result = self._run_read(
-                functools.partial(self._steps_in_snapshot, program, step)
-            )
-            if pending is None:
-                return result
-            value = self._search_step(pending)
-            try:
-                step = program.send(value)
-            except StopIteration as done:
-                result = done.value
-                return result
-
-    def _steps_in_snapshot(
-        self, program: SearchProgram[T], step: Step, conn: sqlite3.Connection
-    ) -> tuple[Step | None, Any]:
-        """Serve ``program`` from ``step`` on ``conn`` (in its snapshot) as far as it can:
-        ``(None, result)`` when it returned, else ``(the step to serve elsewhere, None)``.
-        A read is the store's own method, its ``_run_read`` served on ``conn`` at once
-        (``_SNAPSHOT``), so its coroutine ends without waiting for anything."""
-        _SNAPSHOT.store, _SNAPSHOT.conn = self, conn
-        try:
-            while True:
-                value: Any
-                if isinstance(step, Read) and self._snapshot_read(step.name):
-                    call = getattr(self, step.name)(*step.args, **step.kwargs)
-                    try:
-                        call.send(None)
-                    except StopIteration as done:
-                        value = done.value
-                    except Exception:
-                        # the writer, the event loop (an override that awaits something
-                        # else) or an error: the read is made again on the event loop,
-                        # where it waits, or raises its error as it would have
-                        return step, None
-                    else:  # it waited for something: never here, made there again
-                        call.close()
-                        return step, None
-                elif isinstance(step, Compute):
-                    value = step.fn()
-                elif isinstance(step, Wait) and step.call.ended():
-                    value = step.call.result()
-                else:
-                    return step, None
-                try:
-                    step = program.send(value)
-                except StopIteration as done:
-                    return None, done.value
-        finally:
-            _SNAPSHOT.store, _SNAPSHOT.conn = None, None
-
-    def _snapshot_read(self, name: str) -> bool:
-        """Whether the read ``name`` is served in a program's snapshot: one of
-        ``_SNAPSHOT_READS`` as the SQL stores write it (a subclass's override may await
-        anything: it is made on the event loop)."""
-        if name not in _SNAPSHOT_READS:
-            return False
-        module: str = getattr(getattr(type(self), name), "__module__", "")
-        return module.startswith(("memorybank.stores.sqlite.", "memorybank.stores.sql."))
-
-    def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """The base's, or at once on the connection of the program this thread serves."""
-        conn = _SNAPSHOT.conn
-        if conn is not None and _SNAPSHOT.store is self:
-            return fn(conn)
-        return super()._run_read(fn)
-
-    def _run(self, fn: Callable[[], T]) -> T:
-        """The base's; inside a program's snapshot, handed back (``_HandBack``)."""
-        if _SNAPSHOT.store is self:
-            raise _HandBack
-        return super()._run(fn)
 
     def search_entries(
         self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
