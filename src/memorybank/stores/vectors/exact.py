@@ -329,21 +329,16 @@ class VectorSlot:
         rows of the threads its hits fall in. (The caller holds the cache's lock.)"""
         ids: list[str] = []
         rows: list[int] = []
-        maps = self._thread_ids
+        # each thread's map looked up once (a search's candidates fall in a few threads)
+        seen: dict[str, dict[str, int] | None] = {}
         for thread_id, rid in pairs:
-            code = self.codes.get(thread_id)
-            if code is None:
+            if thread_id in seen:
+                found = seen[thread_id]
+            else:
+                found = seen[thread_id] = self._ids_of_thread(thread_id)
+            if found is None:
                 continue
-            memo = maps.get(code)
-            held = self.by_thread.rows(code)
-            if memo is None or memo[0] != len(held):
-                positions = held.tolist()
-                ids_of = [self.ids[r] for r in positions]
-                memo = (len(positions), dict(zip(ids_of, positions, strict=True)))
-                if len(maps) >= THREAD_ID_MAPS:
-                    maps.clear()
-                maps[code] = memo
-            row = memo[1].get(rid)
+            row = found.get(rid)
             if row is not None:
                 ids.append(rid)
                 rows.append(row)
@@ -354,6 +349,23 @@ class VectorSlot:
         block = self.matrix[at[live]]  # a copy: a row forgotten later is zeroed in place
         kept = [i for i, keep in zip(ids, live.tolist(), strict=True) if keep]
         return dict(zip(kept, block, strict=True))
+
+    def _ids_of_thread(self, thread_id: str) -> dict[str, int] | None:
+        """Row position by id of a thread's rows (``vectors_of``), or None without rows."""
+        code = self.codes.get(thread_id)
+        if code is None:
+            return None
+        maps = self._thread_ids
+        memo = maps.get(code)
+        held = self.by_thread.rows(code)
+        if memo is None or memo[0] != len(held):
+            positions = held.tolist()
+            ids_of = [self.ids[r] for r in positions]
+            memo = (len(positions), dict(zip(ids_of, positions, strict=True)))
+            if len(maps) >= THREAD_ID_MAPS:
+                maps.clear()
+            maps[code] = memo
+        return memo[1]
 
     def reserve(self, matrix: NDArray[np.float32]) -> None:
         """Keep the rows in ``matrix`` (writable, its first ``n`` rows the slot's), with
