@@ -35,6 +35,7 @@ __all__ = [
     "decode_cursor",
     "encode_cursor",
     "opt",
+    "paging_last",
 ]
 
 T = TypeVar("T")
@@ -103,8 +104,23 @@ async def _pager(limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None) 
 
 
 #: The ``limit`` and ``cursor`` query parameters of a list route. Name it before the
-#: route's other dependencies: the OpenAPI document lists its parameters in that order.
+#: route's other dependencies: the OpenAPI document lists its parameters in that order
+#: (the route's own query parameters, then its dependencies').
 PageDep = Annotated[Pager, Depends(_pager)]
+
+
+def paging_last(route: object, problems: Sequence[Any]) -> list[Any]:
+    """A 422's ``problems`` in the order of the route's parameters: FastAPI validates a
+    dependency's before the route's own, so ``PageDep``'s problems move after the others,
+    where a route's own ``limit`` and ``cursor`` (its last query parameters) stand."""
+    dependant = getattr(route, "dependant", None)
+    if dependant is None or all(d.call is not _pager for d in dependant.dependencies):
+        return list(problems)
+    paging = [p for p in problems if tuple(p.get("loc", ())) in _PAGING]
+    return [p for p in problems if p not in paging] + paging
+
+
+_PAGING = {("query", "limit"), ("query", "cursor")}
 
 
 def opt(value: str | None) -> Any:
