@@ -80,3 +80,17 @@ async def test_bad_cursor_is_422(api: Api) -> None:
         r = await api.client.get("/v1/threads", params={"cursor": cursor}, headers=key)
         assert r.status_code == 422, (cursor, r.text)
         assert r.json()["field"] == "cursor"
+
+
+async def test_paging_problems_come_after_the_routes_own(api: Api) -> None:
+    """A 422 lists its problems in the order of the route's parameters, ``limit`` and
+    ``cursor`` last, on a list route of its own parameters and dependencies alike."""
+    key = await api.key("pages")
+    for path, first in (
+        ("/v1/facts?include_expired=maybe&limit=0", "query.include_expired"),
+        ("/v1/graph/entities/e1/neighbors?depth=0&limit=0&direction=up", "query.direction"),
+        ("/v1/threads?status=gone&limit=0", "query.status"),
+    ):
+        body = (await api.client.get(path, headers=key)).json()
+        assert body["field"] == first, path
+        assert body["message"].rindex("query.limit") > body["message"].index(first)

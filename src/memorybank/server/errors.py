@@ -69,6 +69,7 @@ from memorybank.errors import (
     ThreadForbidden,
 )
 from memorybank.rules import validate as v
+from memorybank.server.pagination import paging_last
 
 __all__ = [
     "MISSING_KEY",
@@ -276,7 +277,8 @@ async def _validation_error(
     refused = await refused_caller(request)
     if refused is not None:
         return refused
-    problem = v.schema_problems(exc.errors())
+    problems = paging_last(request.scope.get("route"), exc.errors())
+    problem = v.schema_problems(problems)
     return error_response(request, 422, problem.code, str(problem), field=problem.field)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query
@@ -28,11 +29,13 @@ __all__ = [
     "CursorQuery",
     "LimitQuery",
     "OwnerDep",
+    "PageDep",
+    "Pager",
     "UserQuery",
     "decode_cursor",
     "encode_cursor",
-    "first_n_page",
     "opt",
+    "paging_last",
 ]
 
 T = TypeVar("T")
@@ -72,24 +75,52 @@ def decode_cursor(cursor: str | None) -> int:
     return int(cursor[1:])
 
 
-async def first_n_page(
-    fetch: Callable[[int | None], Awaitable[Sequence[Any]]],
-    limit: int,
-    cursor: str | None,
-    out: Callable[[Any], T],
-) -> Page[T]:
-    """A page of a list the library can only cut from its start (``fetch(n)``: the
-    first ``n`` items, ``None``: all): items ``[offset, offset + limit)``, each turned
-    into its body by ``out``, and the next cursor. Costs a read of ``offset + limit + 1``
-    items."""
-    offset = decode_cursor(cursor)
-    want = offset + limit + 1
-    items = list(await fetch(want if want < 2**31 else None))
-    more = len(items) > offset + limit
-    return Page[T](
-        items=[out(item) for item in items[offset : offset + limit]],
-        next_cursor=encode_cursor(offset + limit) if more else None,
-    )
+@dataclass(frozen=True, slots=True)
+class Pager:
+    """A list route's ``limit`` and ``cursor`` query parameters (``PageDep``)."""
+
+    limit: int
+    cursor: str | None
+
+    async def first_n(
+        self, fetch: Callable[[int | None], Awaitable[Sequence[Any]]], out: Callable[[Any], T]
+    ) -> Page[T]:
+        """A page of a list the library can only cut from its start (``fetch(n)``: the
+        first ``n`` items, ``None``: all): items ``[offset, offset + limit)``, each turned
+        into its body by ``out``, and the next cursor. Costs a read of ``offset + limit + 1``
+        items."""
+        offset, limit = decode_cursor(self.cursor), self.limit
+        want = offset + limit + 1
+        items = list(await fetch(want if want < 2**31 else None))
+        more = len(items) > offset + limit
+        return Page[T](
+            items=[out(item) for item in items[offset : offset + limit]],
+            next_cursor=encode_cursor(offset + limit) if more else None,
+        )
+
+
+async def _pager(limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None) -> Pager:
+    return Pager(limit, cursor)
+
+
+#: The ``limit`` and ``cursor`` query parameters of a list route. Name it before the
+#: route's other dependencies: the OpenAPI document lists its parameters in that order
+#: (the route's own query parameters, then its dependencies').
+PageDep = Annotated[Pager, Depends(_pager)]
+
+
+def paging_last(route: object, problems: Sequence[Any]) -> list[Any]:
+    """A 422's ``problems`` in the order of the route's parameters: FastAPI validates a
+    dependency's before the route's own, so ``PageDep``'s problems move after the others,
+    where a route's own ``limit`` and ``cursor`` (its last query parameters) stand."""
+    dependant = getattr(route, "dependant", None)
+    if dependant is None or all(d.call is not _pager for d in dependant.dependencies):
+        return list(problems)
+    paging = [p for p in problems if tuple(p.get("loc", ())) in _PAGING]
+    return [p for p in problems if p not in paging] + paging
+
+
+_PAGING = {("query", "limit"), ("query", "cursor")}
 
 
 def opt(value: str | None) -> Any:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends
 from memorybank.server.deps import AdminDep, key_ring
 from memorybank.server.keys import KeyRing
 from memorybank.server.models import KeyCreated, KeyIn, KeyOut, Page, TenantOut
-from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+from memorybank.server.pagination import PageDep
 from memorybank.server.routes import found
 
 __all__ = ["router"]
@@ -28,16 +28,10 @@ def router() -> APIRouter:
 
     @api.get("/keys", summary="List keys (of a tenant), oldest first")
     async def list_keys(
-        admin: AdminDep,
-        keys: KeysDep,
-        tenant: str | None = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
+        page: PageDep, admin: AdminDep, keys: KeysDep, tenant: str | None = None
     ) -> Page[KeyOut]:
         fetch = keys.list
-        return await first_n_page(
-            lambda n: fetch(tenant, limit=n), limit, cursor, KeyOut.model_validate
-        )
+        return await page.first_n(lambda n: fetch(tenant, limit=n), KeyOut.model_validate)
 
     @api.get("/keys/{key_id}", summary="Get a key")
     async def get_key(key_id: str, admin: AdminDep, keys: KeysDep) -> KeyOut:
@@ -48,12 +42,7 @@ def router() -> APIRouter:
         return KeyOut.model_validate(await keys.revoke(key_id))
 
     @api.get("/tenants", summary="Tenants that have keys, by name")
-    async def list_tenants(
-        admin: AdminDep,
-        keys: KeysDep,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
-    ) -> Page[TenantOut]:
+    async def list_tenants(page: PageDep, admin: AdminDep, keys: KeysDep) -> Page[TenantOut]:
         async def fetch(n: int | None) -> list[tuple[str, list[int]]]:
             counts: dict[str, list[int]] = {}
             for info in await keys.list():
@@ -62,8 +51,8 @@ def router() -> APIRouter:
                 count[1] += not info.revoked
             return sorted(counts.items())
 
-        return await first_n_page(
-            fetch, limit, cursor, lambda t: TenantOut(tenant=t[0], keys=t[1][0], live_keys=t[1][1])
+        return await page.first_n(
+            fetch, lambda t: TenantOut(tenant=t[0], keys=t[1][0], live_keys=t[1][1])
         )
 
     @api.post("/tenants/{tenant}/revoke", summary="Revoke every key of a tenant")

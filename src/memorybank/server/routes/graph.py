@@ -36,14 +36,7 @@ from memorybank.server.models_generated import (
     RelationPatch,
     TraverseIn,
 )
-from memorybank.server.pagination import (
-    DEFAULT_LIMIT,
-    ENTITY_CURSOR_PREFIX,
-    CursorQuery,
-    LimitQuery,
-    OwnerDep,
-    first_n_page,
-)
+from memorybank.server.pagination import ENTITY_CURSOR_PREFIX, OwnerDep, PageDep
 from memorybank.server.responses_generated import (
     EntityOut,
     GraphStatsOut,
@@ -111,6 +104,7 @@ def router() -> APIRouter:
 
     @api.get("/entities", summary="Find entities (by name or alias), oldest first")
     async def find_entities(
+        page: PageDep,
         memory: MemoryDep,
         owner: OwnerDep,
         name: Annotated[
@@ -118,21 +112,19 @@ def router() -> APIRouter:
         ] = None,
         types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
         min_confidence: float | None = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
     ) -> Page[EntityOut]:
         found = await memory.graph.find_entities(
             name,
             **owner,
             types=types,
             min_confidence=min_confidence,
-            limit=limit + 1,
-            cursor=_after_entity(cursor),
+            limit=page.limit + 1,
+            cursor=_after_entity(page.cursor),
         )
-        page = found[:limit]
-        more = len(found) > limit
+        shown = found[: page.limit]
+        more = len(found) > page.limit
         return Page[EntityOut](
-            items=_entities(page), next_cursor=_entity_cursor(page[-1].id) if more else None
+            items=_entities(shown), next_cursor=_entity_cursor(shown[-1].id) if more else None
         )
 
     @api.get("/entities/search", summary="Entities best matching a query, best first")
@@ -193,13 +185,12 @@ def router() -> APIRouter:
     @api.get("/entities/{entity_id}/relations", summary="An entity's relations, oldest first")
     async def entity_relations(
         entity_id: str,
+        page: PageDep,
         memory: MemoryDep,
         owner: OwnerDep,
         walk: WalkDep,
         min_weight: float | None = None,
         min_confidence: float | None = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
     ) -> Page[RelationOut]:
         async def fetch(n: int | None) -> list[Relation]:
             return (
@@ -208,21 +199,20 @@ def router() -> APIRouter:
                 )
             )[:n]
 
-        return await first_n_page(fetch, limit, cursor, RelationOut.model_validate)
+        return await page.first_n(fetch, RelationOut.model_validate)
 
     @api.get("/entities/{entity_id}/neighbors", summary="Entities within `depth` hops")
     async def neighbors(
         entity_id: str,
+        page: PageDep,
         memory: MemoryDep,
         owner: OwnerDep,
         walk: WalkDep,
         depth: Annotated[int, Query(ge=1, le=10)] = 1,
         min_weight: float | None = None,
         min_confidence: float | None = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
     ) -> Page[EntityOut]:
-        return await first_n_page(
+        return await page.first_n(
             lambda n: memory.graph.neighbors(
                 entity_id,
                 depth=depth,
@@ -232,8 +222,6 @@ def router() -> APIRouter:
                 **walk,
                 **owner,
             ),
-            limit,
-            cursor,
             EntityOut.model_validate,
         )
 

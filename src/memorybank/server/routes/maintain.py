@@ -11,14 +11,7 @@ from pydantic import Field
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import FactOut, Page
 from memorybank.server.models_generated import ConsolidateIn, FeedbackIn
-from memorybank.server.pagination import (
-    DEFAULT_LIMIT,
-    AgentQuery,
-    CursorQuery,
-    LimitQuery,
-    first_n_page,
-    opt,
-)
+from memorybank.server.pagination import AgentQuery, PageDep, opt
 from memorybank.server.responses_generated import ConsolidationOut, ProfileOut
 
 __all__ = ["FeedbackBody", "router"]
@@ -61,13 +54,10 @@ def router() -> APIRouter:
         return ProfileOut.model_validate(await memory.profile(user_id, agent_id=opt(agent_id)))
 
     @api.get("/consolidation/runs", tags=["facts"], summary="Consolidation runs, newest first")
-    async def consolidation_runs(
-        memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
-    ) -> Page[ConsolidationOut]:
+    async def consolidation_runs(page: PageDep, memory: MemoryDep) -> Page[ConsolidationOut]:
         """The runs the caller may see, each without its list of changes."""
-
         fetch, out = memory.consolidation.runs, ConsolidationOut.model_validate
-        return await first_n_page(lambda n: fetch(limit=n), limit, cursor, out)
+        return await page.first_n(lambda n: fetch(limit=n), out)
 
     @api.get("/consolidation/runs/{run_id}", tags=["facts"], summary="What a consolidation run did")
     async def consolidation_report(run_id: str, memory: MemoryDep) -> ConsolidationOut:

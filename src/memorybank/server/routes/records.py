@@ -36,16 +36,7 @@ from memorybank.server.models import (
     ValueIn,
     ValueOut,
 )
-from memorybank.server.pagination import (
-    DEFAULT_LIMIT,
-    AgentQuery,
-    CursorQuery,
-    LimitQuery,
-    OwnerDep,
-    UserQuery,
-    first_n_page,
-    opt,
-)
+from memorybank.server.pagination import AgentQuery, OwnerDep, PageDep, UserQuery, opt
 from memorybank.server.routes import NO_CONTENT, deleted, found
 
 __all__ = ["router"]
@@ -60,25 +51,18 @@ def router() -> APIRouter:
     # -- working memory -------------------------------------------------------------
 
     @api.get("/runs", tags=["working memory"], summary="Runs holding working memory, by id")
-    async def working_runs(
-        memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
-    ) -> Page[RunOut]:
+    async def working_runs(page: PageDep, memory: MemoryDep) -> Page[RunOut]:
         """``memory.working_runs()``: with ``X-User-Id`` the runs opened for that user,
         without it every run of the tenant; each with its values."""
         fetch = memory.working_runs
-        return await first_n_page(lambda n: fetch(limit=n), limit, cursor, RunOut.model_validate)
+        return await page.first_n(lambda n: fetch(limit=n), RunOut.model_validate)
 
     @api.get("/runs/{run_id}/working", tags=["working memory"], summary="Every key of a run")
-    async def working_items(
-        run_id: str,
-        memory: MemoryDep,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
-    ) -> Page[ValueOut]:
+    async def working_items(run_id: str, page: PageDep, memory: MemoryDep) -> Page[ValueOut]:
         async def fetch(n: int | None) -> list[tuple[str, Any]]:
             return list((await memory.working(run_id).items()).items())
 
-        return await first_n_page(fetch, limit, cursor, lambda i: ValueOut(key=i[0], value=i[1]))
+        return await page.first_n(fetch, lambda i: ValueOut(key=i[0], value=i[1]))
 
     @api.delete(
         "/runs/{run_id}/working", status_code=204, tags=["working memory"], summary="Clear a run"
@@ -111,18 +95,13 @@ def router() -> APIRouter:
 
     @api.get("/snapshots", tags=["snapshots"], summary="Saved snapshots the caller may load")
     async def snapshot_list(
-        memory: MemoryDep,
-        user_id: UserQuery = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
+        page: PageDep, memory: MemoryDep, user_id: UserQuery = None
     ) -> Page[SnapshotOut]:
         """``memory.snapshots.list()``, in run id order: a user (``X-User-Id`` or
         ``user_id``) sees her own and unowned snapshots, the tenant every one."""
-        return await first_n_page(
-            lambda n: memory.snapshots.list(user_id=opt(user_id), limit=n),
-            limit,
-            cursor,
-            SnapshotOut.model_validate,
+        fetch = memory.snapshots.list
+        return await page.first_n(
+            lambda n: fetch(user_id=opt(user_id), limit=n), SnapshotOut.model_validate
         )
 
     @api.put("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Save")
@@ -147,19 +126,16 @@ def router() -> APIRouter:
 
     @api.get("/summaries", tags=["summaries"], summary="An agent's summaries, oldest first")
     async def summary_list(
+        page: PageDep,
         memory: MemoryDep,
         agent_id: Annotated[str, Query(description="The agent whose summaries to list.")],
         user_id: UserQuery = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
     ) -> Page[SummaryOut]:
         """``memory.summaries.list()``: the summaries of ``agent_id`` (required, as when
         adding one: a request has no agent of its own)."""
-        return await first_n_page(
-            lambda n: memory.summaries.list(agent_id=agent_id, user_id=opt(user_id)),
-            limit,
-            cursor,
-            SummaryOut.model_validate,
+        fetch = memory.summaries.list
+        return await page.first_n(
+            lambda n: fetch(agent_id=agent_id, user_id=opt(user_id)), SummaryOut.model_validate
         )
 
     # -- facts ---------------------------------------------------------------------------
@@ -170,19 +146,15 @@ def router() -> APIRouter:
 
     @api.get("/facts", tags=["facts"], summary="Facts visible to the caller, oldest first")
     async def fact_list(
+        page: PageDep,
         memory: MemoryDep,
         owner: OwnerDep,
         category: str | None = None,
         include_expired: bool = False,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
     ) -> Page[FactOut]:
-        return await first_n_page(
-            lambda n: memory.facts.list(
-                **owner, category=category, include_expired=include_expired
-            ),
-            limit,
-            cursor,
+        fetch = memory.facts.list
+        return await page.first_n(
+            lambda n: fetch(**owner, category=category, include_expired=include_expired),
             FactOut.model_validate,
         )
 
@@ -206,17 +178,11 @@ def router() -> APIRouter:
 
     @api.get("/facts/{fact_id}/history", tags=["facts"], summary="Every value, oldest first")
     async def fact_history(
-        fact_id: str,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
+        fact_id: str, page: PageDep, memory: MemoryDep, agent_id: AgentQuery = None
     ) -> Page[FactOut]:
-        return await first_n_page(
-            lambda n: memory.facts.history(fact_id, agent_id=opt(agent_id)),
-            limit,
-            cursor,
-            FactOut.model_validate,
+        fetch = memory.facts.history
+        return await page.first_n(
+            lambda n: fetch(fact_id, agent_id=opt(agent_id)), FactOut.model_validate
         )
 
     @api.delete("/facts/{fact_id}", status_code=204, tags=["facts"], summary="Delete a fact")
@@ -227,13 +193,11 @@ def router() -> APIRouter:
     # -- core facts --------------------------------------------------------------------
 
     @api.get("/core-facts", tags=["core facts"], summary="Every current key, sorted")
-    async def core_all(
-        memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
-    ) -> Page[CoreFactOut]:
+    async def core_all(page: PageDep, memory: MemoryDep) -> Page[CoreFactOut]:
         async def fetch(n: int | None) -> list[tuple[str, str]]:
             return list((await AsyncCoreFacts(memory=memory).all()).items())
 
-        return await first_n_page(fetch, limit, cursor, lambda i: CoreFactOut(key=i[0], value=i[1]))
+        return await page.first_n(fetch, lambda i: CoreFactOut(key=i[0], value=i[1]))
 
     @api.get("/core-facts/{key}", tags=["core facts"], summary="Current value")
     async def core_get(key: str, memory: MemoryDep) -> CoreFactOut:
@@ -250,14 +214,10 @@ def router() -> APIRouter:
         return deleted(await AsyncCoreFacts(memory=memory).delete(key), f"core fact {key!r}")
 
     @api.get("/core-facts/{key}/history", tags=["core facts"], summary="Every value set")
-    async def core_history(
-        key: str, memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
-    ) -> Page[CoreFactVersion]:
-        return await first_n_page(
-            lambda n: AsyncCoreFacts(memory=memory).history(key),
-            limit,
-            cursor,
-            lambda v: CoreFactVersion(value=v[0], set_at=v[1]),
+    async def core_history(key: str, page: PageDep, memory: MemoryDep) -> Page[CoreFactVersion]:
+        fetch = AsyncCoreFacts(memory=memory).history
+        return await page.first_n(
+            lambda n: fetch(key), lambda v: CoreFactVersion(value=v[0], set_at=v[1])
         )
 
     # -- documents and search -------------------------------------------------------------
@@ -267,18 +227,9 @@ def router() -> APIRouter:
         return DocumentOut.model_validate(await memory.documents.add(**body.arguments()))
 
     @api.get("/documents", tags=["documents"], summary="Documents visible to the caller")
-    async def document_list(
-        memory: MemoryDep,
-        owner: OwnerDep,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
-    ) -> Page[DocumentOut]:
-        return await first_n_page(
-            lambda n: memory.documents.list(**owner, limit=n),
-            limit,
-            cursor,
-            DocumentOut.model_validate,
-        )
+    async def document_list(page: PageDep, memory: MemoryDep, owner: OwnerDep) -> Page[DocumentOut]:
+        fetch = memory.documents.list
+        return await page.first_n(lambda n: fetch(**owner, limit=n), DocumentOut.model_validate)
 
     @api.get("/documents/{document_id}", tags=["documents"], summary="Get a document")
     async def document_get(
@@ -320,19 +271,15 @@ def router() -> APIRouter:
 
     @api.get("/sessions", tags=["sessions"], summary="Sessions, most recently active first")
     async def session_list(
+        page: PageDep,
         memory: MemoryDep,
         owner: OwnerDep,
         status: Literal["active", "paused", "archived"] | None = None,
         channel_type: str | None = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
     ) -> Page[SessionOut]:
-        return await first_n_page(
-            lambda n: AsyncSessionManager(memory).list(
-                status=status, limit=n, **owner, channel_type=channel_type
-            ),
-            limit,
-            cursor,
+        fetch = AsyncSessionManager(memory).list
+        return await page.first_n(
+            lambda n: fetch(status=status, limit=n, **owner, channel_type=channel_type),
             SessionOut.model_validate,
         )
 

@@ -35,9 +35,9 @@ from memorybank.server.pagination import (
     CursorQuery,
     LimitQuery,
     OwnerDep,
+    PageDep,
     decode_cursor,
     encode_cursor,
-    first_n_page,
 )
 from memorybank.server.routes import deleted, found
 from memorybank.server.routes.cortex import page_json
@@ -77,17 +77,14 @@ def router() -> APIRouter:
 
     @api.get("", tags=["threads"], summary="List threads, most recently updated first")
     async def list_threads(
+        page: PageDep,
         memory: MemoryDep,
         owner: OwnerDep,
         status: Literal["active", "archived"] | None = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
     ) -> Page[ThreadOut]:
-        return await first_n_page(
-            lambda n: memory.threads.list(status=status, limit=n, **owner),
-            limit,
-            cursor,
-            ThreadOut.model_validate,
+        fetch = memory.threads.list
+        return await page.first_n(
+            lambda n: fetch(status=status, limit=n, **owner), ThreadOut.model_validate
         )
 
     @api.get("/{thread_id}", tags=["threads"], summary="Get a thread")
@@ -233,16 +230,9 @@ def router() -> APIRouter:
         return BranchOut.model_validate(await memory.branches.create(thread_id, **body.arguments()))
 
     @api.get("/{thread_id}/branches", tags=["branches"], summary="List branches, oldest first")
-    async def list_branches(
-        thread_id: str,
-        memory: MemoryDep,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
-    ) -> Page[BranchOut]:
+    async def list_branches(thread_id: str, page: PageDep, memory: MemoryDep) -> Page[BranchOut]:
         fetch = memory.branches.list
-        return await first_n_page(
-            lambda n: fetch(thread_id), limit, cursor, BranchOut.model_validate
-        )
+        return await page.first_n(lambda n: fetch(thread_id), BranchOut.model_validate)
 
     @api.delete(
         "/{thread_id}/branches/{name}", status_code=204, tags=["branches"], summary="Delete"

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request
 
 from memorybank.server.deps import AdminDep
 from memorybank.server.models import Page
-from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+from memorybank.server.pagination import PageDep
 from memorybank.server.webhook_models import WebhookCreated, WebhookIn, WebhookOut, WebhookPatch
 from memorybank.stores.contract.types import UNSET
 from memorybank.webhooks.registry import Webhooks
@@ -36,16 +36,10 @@ def router() -> APIRouter:
 
     @api.get("/webhooks", summary="List webhook endpoints (of a tenant), oldest first")
     async def list_webhooks(
-        admin: AdminDep,
-        hooks: HooksDep,
-        tenant: str | None = None,
-        limit: LimitQuery = DEFAULT_LIMIT,
-        cursor: CursorQuery = None,
+        page: PageDep, admin: AdminDep, hooks: HooksDep, tenant: str | None = None
     ) -> Page[WebhookOut]:
         fetch = hooks.list
-        return await first_n_page(
-            lambda n: fetch(tenant, limit=n), limit, cursor, WebhookOut.model_validate
-        )
+        return await page.first_n(lambda n: fetch(tenant, limit=n), WebhookOut.model_validate)
 
     @api.get("/webhooks/{webhook_id}", summary="Get a webhook endpoint and its delivery state")
     async def get_webhook(webhook_id: str, admin: AdminDep, hooks: HooksDep) -> WebhookOut:
