@@ -3,6 +3,8 @@
     python bench/recall_lab.py capture-locomo --emb-cache /work/cache/locomo-int8.npz OUT.pkl
     python bench/recall_lab.py capture-lme [--emb-cache PATH | --no-embedder] [--types T,..] OUT.pkl
     python bench/recall_lab.py eval OUT.pkl [OUT2.pkl ...]
+    python bench/recall_lab.py joint LOCOMO.pkl LME.pkl   # LAB_SHARE, LAB_TOKENS, LAB_FREE, LAB_L2
+    python bench/recall_lab.py joint-grid LOCOMO.pkl LME.pkl
 
 ``capture-*`` runs the benchmarks' own ingestion and search (``locomo_memorybank``'s
 ``retrieve`` / ``retrieve_user``, ``bench_longmemeval.evaluate_question``) with the
