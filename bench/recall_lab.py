@@ -3,6 +3,8 @@
     python bench/recall_lab.py capture-locomo --emb-cache /work/cache/locomo-int8.npz OUT.pkl
     python bench/recall_lab.py capture-lme [--emb-cache PATH | --no-embedder] [--types T,..] OUT.pkl
     python bench/recall_lab.py eval OUT.pkl [OUT2.pkl ...]
+    python bench/recall_lab.py joint LOCOMO.pkl LME.pkl   # LAB_SHARE, LAB_TOKENS, LAB_FREE, LAB_L2
+    python bench/recall_lab.py joint-grid LOCOMO.pkl LME.pkl
 
 ``capture-*`` runs the benchmarks' own ingestion and search (``locomo_memorybank``'s
 ``retrieve`` / ``retrieve_user``, ``bench_longmemeval.evaluate_question``) with the
@@ -24,7 +26,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import importlib.util
+import math
 import pickle
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -36,7 +40,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
-from memorybank.recall import Candidate, HybridRanker, SearchOptions, Signals  # noqa: E402
+from memorybank.recall import (  # noqa: E402
+    Candidate,
+    HybridRanker,
+    HybridWeights,
+    SearchOptions,
+    Signals,
+)
 from memorybank.recall._sync import search as sync_search  # noqa: E402
 
 FloatArray = np.ndarray
@@ -386,7 +396,9 @@ def pairs(x: FloatArray, gold: list[int]) -> tuple[FloatArray, FloatArray]:
     return d, np.full(len(d), 1.0 / max(1, len(d)))
 
 
-def train_linear(d: FloatArray, wt: FloatArray, steps: int = 400) -> FloatArray:
+def train_linear(
+    d: FloatArray, wt: FloatArray, steps: int = 400, nonneg: bool = False
+) -> FloatArray:
     """Pairwise logistic loss over the pairs, gradient descent from DEFAULT_W with an L2
     pull towards it (the default's scale kept: the feature weights are relative)."""
     w = DEFAULT_W.copy()
@@ -396,6 +408,8 @@ def train_linear(d: FloatArray, wt: FloatArray, steps: int = 400) -> FloatArray:
         p = 1.0 / (1.0 + np.exp(np.clip(d @ w, -30, 30)))
         grad = -(d * (wt * p)[:, None]).sum(axis=0) / total + lam * (w - DEFAULT_W)
         w -= lr * grad * FREE
+        if nonneg:  # a negative share is no formula the search can run
+            np.maximum(w, 0.0, out=w)
     return w
 
 
@@ -428,6 +442,175 @@ def learned(cap: Capture) -> None:
     print(table(cap, base, "linear at DEFAULT_W (check)"))
 
 
+#: the FEATURES a joint ranker may change: those a ``HybridWeights`` can express
+WEIGHT_FEATURES = (
+    "keyword",
+    "semantic",
+    "feedback",
+    "after",
+    "question-after",
+    "before",
+    "session",
+)
+
+
+def as_weights(w: FloatArray) -> HybridWeights:
+    """A weight vector over FEATURES (dense rank and cosine at 0) as ``HybridWeights``:
+    the context features are the default's spreads, so their weights scale its tuples."""
+    d = HybridWeights()
+    f = dict(zip(FEATURES, (float(v) for v in w), strict=True))
+    return replace(
+        d,
+        keyword=round(f["keyword"], 4),
+        semantic=round(f["semantic"], 4),
+        feedback=round(f["feedback"], 4),
+        after=tuple(round(a * f["after"], 4) for a in d.after),
+        question_after=round(f["question-after"], 4),
+        before=tuple(round(b * f["before"], 4) for b in d.before),
+        session=round(f["session"], 4),
+    )
+
+
+@dataclass
+class Item:
+    """One question of a joint training set: features, boost, evidence, pair data."""
+
+    cap: Capture
+    q: Question
+    x: FloatArray
+    boost: FloatArray
+    d: FloatArray
+    wt: FloatArray
+
+
+def joint_items(cap: Capture, token_loss: bool) -> list[Item]:
+    """Pairs per question: each evidence candidate against the 50 best others of the
+    default ranking, each question weighing 1 in total. ``token_loss``: a pair weighs in
+    proportion to the tokens of its negative (LoCoMo: a long turn ranked above the
+    evidence spends more of the 1,024-token budget); LongMemEval: a negative from an
+    evidence session weighs half (it costs the turn, not the session)."""
+    out = []
+    for q in cap.questions:
+        r = HybridRanker(cap.sets[q.cands])
+        sig = r.signals(q.text, query_vector=q.qvec)
+        x, boost = features(r, sig), boost_of(r, sig)
+        xb = x * boost[:, None]
+        s = xb @ DEFAULT_W
+        neg = np.setdiff1d(np.argsort(-s, kind="stable")[:50], q.gold)
+        d = (xb[q.gold][:, None, :] - xb[neg][None, :, :]).reshape(-1, x.shape[1])
+        per_neg = np.ones(len(neg))
+        if token_loss and "tokens" in q.extra:
+            tok = np.asarray(q.extra["tokens"], dtype=float)
+            per_neg = tok[neg] / max(1.0, float(np.mean(tok)))
+        elif token_loss and "turn_of" in q.extra:
+            gold_s = q.extra["gold_sessions"]
+            per_neg = np.array([0.5 if q.extra["turn_of"][i][0] in gold_s else 1.0 for i in neg])
+        wt = np.tile(per_neg, len(q.gold))
+        if len(wt):
+            wt = wt / wt.sum()
+        out.append(Item(cap, q, x, boost, d, wt))
+    return out
+
+
+def train_joint(parts_: list[list[Item]], shares: list[float], steps: int = 400) -> FloatArray:
+    """``train_linear`` over several benchmarks' items, each benchmark weighing its share."""
+    ds, wts = [], []
+    for items, share in zip(parts_, shares, strict=True):
+        used = [it for it in items if len(it.d)]
+        if not used:
+            continue
+        for it in used:
+            ds.append(it.d)
+            wts.append(it.wt * share / len(used))
+    nonneg = os.environ.get("LAB_NONNEG", "1") == "1"
+    return train_linear(np.concatenate(ds), np.concatenate(wts), steps, nonneg=nonneg)
+
+
+def real_rows(items: list[Item], weights: HybridWeights | FloatArray) -> list[dict[str, float]]:
+    """The items' questions ranked by the search's own formula with ``weights`` (the
+    feedback words re-chosen by the first ranking with them); a weight vector over
+    FEATURES: ranked by the linear form ``(features . w) x boost`` instead."""
+    if isinstance(weights, np.ndarray):
+        return [metrics_of(it.q, (it.x @ weights) * it.boost) for it in items]
+    options = SearchOptions(weights=weights)
+    rows = []
+    for it in items:
+        r = HybridRanker(it.cap.sets[it.q.cands], options)
+        rows.append(metrics_of(it.q, r.combine(r.signals(it.q.text, query_vector=it.q.qvec))))
+    return rows
+
+
+def joint(paths: list[Path]) -> None:
+    """The linear ranker trained on LoCoMo and LongMemEval together (only the weights a
+    ``HybridWeights`` holds), scored held out through the real formula: each LoCoMo
+    conversation with the weights learnt without it (and with every LongMemEval
+    question), each LongMemEval question with those learnt without it. LAB_L2,
+    LAB_SHARE (LongMemEval's share of the loss, default 0.5), LAB_TOKENS (1: the token
+    budget in the loss)."""
+    token_loss = os.environ.get("LAB_TOKENS", "1") == "1"
+    share = float(os.environ.get("LAB_SHARE", "0.5"))
+    benches: dict[str, list[Item]] = {}
+    for path in paths:
+        with path.open("rb") as fh:
+            cap: Capture = pickle.load(fh)
+        for bench in dict.fromkeys(q.bench for q in cap.questions):
+            if bench == "locomo-user":  # ranks as the thread scope, question for question
+                continue
+            sub = Capture(cap.sets, [q for q in cap.questions if q.bench == bench])
+            key = f"{bench}:{path.stem}"
+            benches[key] = joint_items(sub, token_loss)
+    keys = list(benches)
+    lme_keys = [k for k in keys if k.startswith("lme")]
+    loc_keys = [k for k in keys if not k.startswith("lme")]
+    shares = {k: (1 - share) / max(1, len(loc_keys)) for k in loc_keys}
+    shares.update({k: share / max(1, len(lme_keys)) for k in lme_keys})
+    full = train_joint([benches[k] for k in keys], [shares[k] for k in keys])
+    print(
+        "trained on all: " + " ".join(f"{n}={v:.3f}" for n, v in zip(FEATURES, full, strict=True))
+    )
+    print(f"  as HybridWeights: {as_weights(full)}")
+    for key in keys:
+        if not key.startswith(os.environ.get("LAB_EVAL", "")):
+            continue
+        items = benches[key]
+        sub = Capture(items[0].cap.sets, [it.q for it in items])
+        lme = key.startswith("lme")
+        folds = [it.q.qid if lme else it.q.group for it in items]
+        rows: list[dict[str, float]] = [{}] * len(items)
+        seen_w = []
+        for fold in dict.fromkeys(folds):
+            mine = [i for i, f in enumerate(folds) if f == fold]
+            # the held-out question (LongMemEval: under every capture of it) left out
+            train = [
+                [it for it in benches[k] if (it.q.qid if lme else it.q.group) != fold]
+                if k == key or (lme and k.startswith("lme"))
+                else benches[k]
+                for k in keys
+            ]
+            w = train_joint(train, [shares[k] for k in keys])
+            seen_w.append(w)
+            linear = os.environ.get("LAB_LINEAR") == "1"
+            for i, row in zip(
+                mine,
+                real_rows([items[i] for i in mine], w if linear else as_weights(w)),
+                strict=True,
+            ):
+                rows[i] = row
+        print(f"\n== {key} ({len(items)} questions)")
+        print(table(sub, real_rows(items, HybridWeights()), "default"))
+        print(table(sub, rows, "joint HELD OUT (real)"))
+        print(table(sub, real_rows(items, as_weights(full)), "joint all-data (real)"))
+        print(table(sub, real_rows(items, full), "joint all-data (linear form)"))
+        spread = np.array(seen_w)
+        print(
+            "   folds' weights min/max: "
+            + " ".join(
+                f"{n}={lo:.2f}/{hi:.2f}"
+                for n, lo, hi in zip(FEATURES, spread.min(0), spread.max(0), strict=True)
+            )
+        )
+
+
 def quota(per_session: int, top: int = 10) -> Scorer:
     """The default ranking, but among the first ``top`` at most ``per_session`` turns of
     one session (the others move down, in order): coverage across sessions."""
@@ -453,6 +636,221 @@ def quota(per_session: int, top: int = 10) -> Scorer:
     return score
 
 
+def scaled(k: float, f: float, c: float, s: float) -> HybridWeights:
+    """The default weights with keyword x k, feedback x f, the context (after, question
+    after, before) x c and the session prior x s."""
+    d = HybridWeights()
+    return replace(
+        d,
+        keyword=d.keyword * k,
+        feedback=round(d.feedback * f, 4),
+        after=tuple(round(a * c, 4) for a in d.after),
+        question_after=round(d.question_after * c, 4),
+        before=tuple(round(b * c, 4) for b in d.before),
+        session=round(d.session * s, 4),
+    )
+
+
+GRID = {
+    f"k={k} f={f} c={c} s={s}": scaled(k, f, c, s)
+    for k in (1.0, 1.3)
+    for f in (1.0, 2.0)
+    for c in (0.5, 0.75, 1.0)
+    for s in (0.75, 1.0, 1.25)
+}
+
+
+def joint_grid(paths: list[Path]) -> None:
+    """``GRID``'s settings of the search's own formula on every capture; held out, each
+    LoCoMo conversation / LongMemEval question with the setting best on the rest of
+    both benchmarks (objective: LoCoMo's mean (recall@10 + within 1,024 tokens) / 2 +
+    LongMemEval's mean (all@5 + NDCG@10 + turn any@10) / 3 over every LongMemEval capture)."""
+    rows: dict[str, dict[str, list[dict[str, float]]]] = {}
+    subs: dict[str, Capture] = {}
+    for path in paths:
+        with path.open("rb") as fh:
+            cap: Capture = pickle.load(fh)
+        for bench in dict.fromkeys(q.bench for q in cap.questions):
+            if bench == "locomo-user":
+                continue
+            key = f"{bench}:{path.stem}"
+            subs[key] = Capture(cap.sets, [q for q in cap.questions if q.bench == bench])
+            variants: dict[str, tuple[Any, Scorer]] = {
+                n: (option(weights=w), default) for n, w in GRID.items()
+            }
+            rows[key] = run(subs[key], variants)
+            print(f"{key}: {len(subs[key].questions)} questions ranked", flush=True)
+
+    def score(name: str, leave: tuple[str, str] | None) -> float:
+        total = 0.0
+        for key, sub in subs.items():
+            lme = key.startswith("lme")
+            kept = [
+                r
+                for q, r in zip(sub.questions, rows[key][name], strict=True)
+                if leave is None
+                or leave[0] != ("lme" if lme else "locomo")
+                or leave[1] != (q.qid if lme else q.group)
+            ]
+            total += objective(sub.questions[0].bench, kept) / (3.0 if lme else 2.0)
+        return total
+
+    best_all = max(GRID, key=lambda n: score(n, None))
+    print(f"best on all data: {best_all} {GRID[best_all]}")
+    for key, sub in subs.items():
+        lme = key.startswith("lme")
+        folds = [q.qid if lme else q.group for q in sub.questions]
+        chosen: list[dict[str, float]] = [{}] * len(folds)
+        picks: dict[str, int] = {}
+        for fold in dict.fromkeys(folds):
+            best = max(GRID, key=lambda n: score(n, ("lme" if lme else "locomo", fold)))
+            picks[best] = picks.get(best, 0) + 1
+            for i, f in enumerate(folds):
+                if f == fold:
+                    chosen[i] = rows[key][best][i]
+        print(f"\n== {key}")
+        print(table(sub, rows[key]["k=1.0 f=1.0 c=1.0 s=1.0"], "default"))
+        print(table(sub, chosen, "grid HELD OUT"), picks)
+        print(table(sub, rows[key][best_all], f"grid all-data {best_all}"))
+
+
+#: questions that gather across sessions ("how many ...", "in total", "different ...")
+AGGREGATE = re.compile(
+    r"\bhow many\b|\bhow much\b|\bin total\b|\btotal\b|\bcombined\b|\bdifferent\b|\ball the\b",
+    re.I,
+)
+
+
+def aggregate_quota(per_session: int, top: int = 10) -> Scorer:
+    """``quota`` only for questions that gather across sessions (``AGGREGATE``)."""
+    inner = quota(per_session, top)
+
+    def score(r: HybridRanker, sig: Signals, q: Question) -> FloatArray:
+        return inner(r, sig, q) if AGGREGATE.search(q.text) else r.combine(sig)
+
+    return score
+
+
+_NUM = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2,
+}  # fmt: skip
+_UNIT = {"day": 1, "week": 7, "month": 30, "year": 365}
+_NUMS = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|couple of)"
+_AGO = re.compile(rf"\b{_NUMS}\s+(day|week|month|year)s?\s+ago\b", re.I)
+_PAST = re.compile(rf"\b(?:past|last|previous)\s+(?:{_NUMS}\s+)?(day|week|month|year)s?\b", re.I)
+_YESTERDAY = re.compile(r"\byesterday\b", re.I)
+_QDATE: dict[str, Any] = {}
+
+
+def question_date(qid: str) -> Any:
+    """The LongMemEval question's ``question_date`` (None for LoCoMo)."""
+    if not _QDATE:
+        from bench import bench_longmemeval as lme
+
+        for q in lme.load(lme.default_data()):
+            _QDATE[q["question_id"]] = lme.parse_date(q["question_date"])
+    return _QDATE.get(qid)
+
+
+def anchor_windows(text: str, asked: Any) -> list[tuple[Any, Any]]:
+    """Time windows a question names relative to the day it is asked: "N weeks ago"
+    (that day, half a unit either side), "the past/last N months" (from then to the
+    question), "yesterday"."""
+    from datetime import timedelta
+
+    out = []
+    for m in _AGO.finditer(text):
+        n = int(m.group(1)) if m.group(1).isdigit() else _NUM[m.group(1).lower()]
+        days = n * _UNIT[m.group(2).lower()]
+        half = max(1, _UNIT[m.group(2).lower()] // 2)
+        out.append((asked - timedelta(days=days + half), asked - timedelta(days=days - half)))
+    for m in _PAST.finditer(text):
+        g = m.group(1)
+        n = 1 if g is None else int(g) if g.isdigit() else _NUM[g.lower()]
+        out.append((asked - timedelta(days=n * _UNIT[m.group(2).lower()]), asked))
+    if _YESTERDAY.search(text):
+        out.append((asked - timedelta(days=2), asked))
+    return out
+
+
+def time_anchor(weight: float) -> Scorer:
+    """The default, with the score of each candidate dated inside a window the question
+    names relative to its ``question_date`` multiplied by (1 + weight)."""
+
+    def score(r: HybridRanker, sig: Signals, q: Question) -> FloatArray:
+        base = r.combine(sig)
+        asked = question_date(q.qid) if q.bench == "lme" else None
+        if asked is None:
+            return base
+        windows = anchor_windows(q.text, asked)
+        if not windows:
+            return base
+        inside = np.array(
+            [
+                c.created_at is not None and any(a <= c.created_at <= b for a, b in windows)
+                for c in r.candidates
+            ],
+            dtype=float,
+        )
+        if inside.all() or not inside.any():
+            return base
+        out: FloatArray = base * (1.0 + weight * inside)
+        return out
+
+    return score
+
+
+def passage_keyword(r: HybridRanker, query: str, size: int) -> FloatArray:
+    """BM25 of the query where each candidate longer than ``size`` terms counts as its
+    best passage (windows of ``size`` terms, half overlapping): the IDF of the turns,
+    the passage's own length against the turns' mean."""
+    from memorybank.recall.features import keyword_scores
+
+    feats = r.features
+    terms = r._query_terms(query)
+    kw = keyword_scores(feats, terms, r.options.k1, r.options.b)
+    n = len(feats)
+    if not n or not terms:
+        return kw
+    k1, b = r.options.k1, r.options.b
+    lengths = np.array([len(f.terms) for f in feats], dtype=float)
+    avgdl = float(lengths.sum()) / n or 1.0
+    idf = {}
+    for t in terms:
+        df = sum(1 for f in feats if t in f.terms)
+        if df:
+            idf[t] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    out = kw.copy()
+    for i, f in enumerate(feats):
+        if len(f.terms) <= size or idf.keys().isdisjoint(f.terms):
+            continue
+        best = 0.0
+        for start in range(0, len(f.terms) - size // 2, size // 2):
+            window = f.terms[start : start + size]
+            norm = k1 * (1.0 - b + b * len(window) / avgdl)
+            sc = 0.0
+            for t, v in idf.items():
+                tf = window.count(t)
+                if tf:
+                    sc += v * tf * (k1 + 1.0) / (tf + norm)
+            best = max(best, sc)
+        out[i] = max(kw[i], best)
+    return out
+
+
+def best_passage(size: int) -> Scorer:
+    """The default with the keyword signal of long turns taken from their best passage."""
+
+    def score(r: HybridRanker, sig: Signals, q: Question) -> FloatArray:
+        kw = passage_keyword(r, q.text, size)
+        ids = r.structure.ids
+        s2 = r.signals(q.text, query_vector=q.qvec, keyword_scores=dict(zip(ids, kw, strict=True)))
+        return r.combine(s2)
+
+    return score
+
+
 def option(**changes: Any) -> Callable[[SearchOptions], SearchOptions]:
     return lambda o: replace(o, **changes)
 
@@ -471,6 +869,9 @@ VARIANTS: dict[str, dict[str, tuple[Callable[[SearchOptions], SearchOptions] | N
         f"c={c} a={a}": (None, dense_rank_mix(c, a)) for c in (5, 20, 60) for a in (0.2, 0.4, 0.8)
     },
     "session-quota": {f"q={n}": (None, quota(n)) for n in (1, 2, 3, 4)},
+    "aggregate-quota": {f"q={n}": (None, aggregate_quota(n)) for n in (1, 2, 3, 4)},
+    "time-anchor": {f"w={w}": (None, time_anchor(w)) for w in (0.2, 0.5, 1.0)},
+    "best-passage": {f"size={n}": (None, best_passage(n)) for n in (20, 40, 80)},
     "semantic-reference": {
         f"ref={v}": (option(semantic_reference=v), default) for v in (0.0, 0.3, 0.4, 0.6)
     },
@@ -613,7 +1014,17 @@ def main(argv: list[str] | None = None) -> None:
     p = sub.add_parser("eval")
     p.add_argument("paths", type=Path, nargs="+")
     p.add_argument("--family", action="append", default=[])
+    p = sub.add_parser("joint")
+    p.add_argument("paths", type=Path, nargs="+")
+    p = sub.add_parser("joint-grid")
+    p.add_argument("paths", type=Path, nargs="+")
     args = ap.parse_args(argv)
+    if args.cmd == "joint-grid":
+        joint_grid(args.paths)
+        return
+    if args.cmd == "joint":
+        joint(args.paths)
+        return
     if args.cmd == "eval":
         evaluate(args.paths, args.family or [*VARIANTS, "linear"])
         return
