@@ -186,22 +186,17 @@ def normalize_name(name: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
-def _clean_name(value: object) -> str | None:
-    if not isinstance(value, str):
-        return None
-    name = " ".join(value.split())
-    if not name or len(name) > MAX_NAME_CHARS:
-        return None
-    return name
-
-
-def _clean_text(value: object) -> str | None:
+def _clean_name(value: object, limit: int = MAX_NAME_CHARS) -> str | None:
+    """``value`` with its whitespace collapsed, or ``None`` when not a non-empty string
+    of at most ``limit`` characters."""
     if not isinstance(value, str):
         return None
     text = " ".join(value.split())
-    if not text or len(text) > MAX_TEXT_CHARS:
-        return None
-    return text
+    return text if text and len(text) <= limit else None
+
+
+def _clean_text(value: object) -> str | None:
+    return _clean_name(value, MAX_TEXT_CHARS)
 
 
 def _name_in(value: object, names: dict[str, str]) -> str | None:

@@ -232,12 +232,6 @@ def _iso(value: object, field: str) -> datetime:
     return v.check_time(when, field)
 
 
-def _bool(value: object, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput(f"{field} must be true or false", field=field)
-    return value
-
-
 def _source(value: object, field: str) -> str:
     if value not in _SOURCES:
         raise InvalidInput(f"{field} must be one of {list(_SOURCES)}, got {value!r}", field=field)
@@ -284,7 +278,7 @@ _RELATION: dict[str, tuple[_Check, bool]] = {
     "type": (_label, True),
     "label": (_opt(_label), False),
     "weight": (_opt(_weight), False),
-    "bidirectional": (_opt(_bool), False),
+    "bidirectional": (_opt(v.check_bool), False),
     "properties": (_opt(_json), False),
     "confidence": (_opt(_unit), False),
     "source": (_opt(_source), False),

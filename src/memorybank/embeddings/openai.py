@@ -20,14 +20,12 @@ import asyncio
 import email.utils
 import json
 import math
-import os
 import random
 import threading
 import time
 from collections.abc import AsyncGenerator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
-from urllib.parse import urlsplit
 
 from memorybank.embeddings.base import check_texts
 from memorybank.errors import (
@@ -37,6 +35,7 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
+from memorybank.runtime.httpclients import chat_endpoint
 
 if TYPE_CHECKING:
     import httpx
@@ -51,8 +50,6 @@ KNOWN_DIMENSIONS: dict[str, int] = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
 }
-#: Models that accept the ``dimensions`` request parameter.
-_SHORTENABLE = ("text-embedding-3-small", "text-embedding-3-large")
 _RETRY_STATUS = frozenset({408, 429})
 _MAX_RETRY_AFTER = 60.0
 
@@ -164,8 +161,9 @@ class OpenAIEmbedder:
         headers: dict[str, str] | None = None,
     ) -> None:
         self._httpx = _import_httpx()
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError("model must be a non-empty string")
+        self._url, self._headers = chat_endpoint(
+            "OpenAIEmbedder", base_url, model, api_key, headers, path="/embeddings"
+        )
         if dimensions is not None and (
             isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
         ):
@@ -176,15 +174,6 @@ class OpenAIEmbedder:
             raise ConfigurationError(f"max_retries must be an int >= 0, got {max_retries!r}")
         if not timeout > 0 or backoff < 0 or max_backoff < 0:
             raise ConfigurationError("timeout must be > 0, backoff and max_backoff >= 0")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigurationError(f"base_url must be an http(s) URL, got {base_url!r}")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and parts.hostname == "api.openai.com":
-            raise ConfigurationError(
-                "OpenAIEmbedder needs an API key: pass api_key= or set $OPENAI_API_KEY"
-            )
-        self._url = base_url.rstrip("/") + "/embeddings"
         self._model = model
         self._requested_dimensions = dimensions
         self._dimensions = dimensions if dimensions is not None else KNOWN_DIMENSIONS.get(model)
@@ -193,9 +182,6 @@ class OpenAIEmbedder:
         self._timeout = float(timeout)
         self._backoff = float(backoff)
         self._max_backoff = float(max_backoff)
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
         self._client: httpx.Client | None = None
         self._aclient: httpx.AsyncClient | None = None
         self._aclient_loop: asyncio.AbstractEventLoop | None = None

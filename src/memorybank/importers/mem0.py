@@ -20,6 +20,7 @@ target embedder embeds the facts.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from datetime import UTC, datetime
@@ -144,38 +145,22 @@ def read(
         metadata["source"] = provenance(SYSTEM, memory_id, **more)
         updates = [h for h in history.get(memory_id, []) if h[0] == "UPDATE"]
         values = [u[1] for u in updates if u[1] is not None]
+        same = functools.partial(
+            fact,
+            fact_id,
+            user_id=owner,
+            agent_id=agent,
+            source=f"{SYSTEM}:{memory_id}",
+            metadata=metadata,
+            created_at=created,
+        )
         since = created
         for version, (old, update) in enumerate(zip(values, updates, strict=False), start=1):
             replaced = as_utc(update[3], updated)
-            plan.add_fact_version(
-                fact(
-                    fact_id,
-                    old,
-                    user_id=owner,
-                    agent_id=agent,
-                    source=f"{SYSTEM}:{memory_id}",
-                    metadata=metadata,
-                    created_at=created,
-                    updated_at=since,
-                    version=version,
-                ),
-                replaced,
-            )
+            plan.add_fact_version(same(old, updated_at=since, version=version), replaced)
             since = replaced
-        plan.add_fact(
-            fact(
-                fact_id,
-                str(payload.get("data", "")),
-                user_id=owner,
-                agent_id=agent,
-                source=f"{SYSTEM}:{memory_id}",
-                metadata=metadata,
-                created_at=created,
-                updated_at=updated,
-                version=len(values) + 1,
-            ),
-            vector,
-        )
+        text = str(payload.get("data", ""))
+        plan.add_fact(same(text, updated_at=updated, version=len(values) + 1), vector)
     deleted = sum(
         1
         for memory_id, rows in history.items()

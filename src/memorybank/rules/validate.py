@@ -45,6 +45,7 @@ __all__ = [
     "RESERVED_PREFIX",
     "TEXT_PART_TYPES",
     "as_message",
+    "check_bool",
     "check_id",
     "check_json_object",
     "check_limit",
@@ -196,6 +197,13 @@ def check_tenant(value: object, field: str = "tenant") -> str:
 
 def check_optional_id(value: object, field: str) -> str | None:
     return None if value is None else check_id(value, field)
+
+
+def check_bool(value: object, field: str) -> bool:
+    """``value``, or ``InvalidInput`` when it is not ``True`` or ``False``."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{field} must be true or false", field=field)
+    return value
 
 
 def check_limit(value: object, field: str, *, allow_none: bool = True) -> int | None:

@@ -632,7 +632,55 @@ class Breaker:
         self._until = 0.0
 
 
-class AsyncJobQueue(Generic[T]):
+class _Jobs(Generic[T]):
+    """What :class:`AsyncJobQueue` and :class:`JobQueue` share: the jobs, their units,
+    the room test and the consumer's batch (the caller holds the condition)."""
+
+    def __init__(self, name: str, capacity: int, batch: int, tick: float | None) -> None:
+        self._name = name
+        self.capacity = capacity
+        self._batch = batch
+        self._tick = tick
+        self._jobs: deque[tuple[T, int]] = deque()
+        self._used = 0  # units queued or being handled
+        self._active = 0  # jobs queued or being handled (a job may have no units)
+        self._closed = False
+
+    @property
+    def used(self) -> int:
+        """Units queued or being handled."""
+        return self._used
+
+    def _room(self, size: int) -> bool:
+        return self._closed or self._used == 0 or self._used + size <= self.capacity
+
+    def _queue(self, job: T, size: int) -> None:
+        self._jobs.append((job, size))
+        self._used += size
+        self._active += 1
+
+    def _take(self) -> tuple[list[T], int, int]:
+        """The next batch (as many jobs as fit in ``batch`` units, at least one), its
+        units, and 1 for a tick (no job: ``handle([])`` runs as a job ``join`` waits for)."""
+        jobs: list[T] = []
+        units = 0
+        while self._jobs and (not jobs or units + self._jobs[0][1] <= self._batch):
+            job, size = self._jobs.popleft()
+            jobs.append(job)
+            units += size
+        ticks = 0 if jobs else 1
+        self._active += ticks
+        return jobs, units, ticks
+
+    def _dropped(self, error: Exception) -> None:
+        logger.warning("%s: jobs dropped (%s)", self._name, error, exc_info=error)
+
+    def _handled(self, jobs: list[T], units: int, ticks: int) -> None:
+        self._used -= units
+        self._active -= len(jobs) + ticks
+
+
+class AsyncJobQueue(_Jobs[T]):
     """A bounded queue with one consumer task: ``put`` waits while it is full.
 
     ``capacity`` is in units (a job's ``size``; for embedding, texts). A job
@@ -655,23 +703,11 @@ class AsyncJobQueue(Generic[T]):
         handle: Callable[[list[T]], Awaitable[None]],
         tick: float | None = None,
     ) -> None:
-        self._name = name
-        self.capacity = capacity
-        self._batch = batch
+        super().__init__(name, capacity, batch, tick)
         self._handle = handle
-        self._tick = tick
-        self._jobs: deque[tuple[T, int]] = deque()
-        self._used = 0  # units queued or being handled
-        self._active = 0  # jobs queued or being handled (a job may have no units)
         self._changed: asyncio.Condition | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
-        self._closed = False
-
-    @property
-    def used(self) -> int:
-        """Units queued or being handled."""
-        return self._used
 
     def _condition(self) -> asyncio.Condition:
         import asyncio
@@ -690,14 +726,10 @@ class AsyncJobQueue(Generic[T]):
         it was queued (``False`` after ``close``)."""
         changed = self._condition()
         async with changed:
-            await changed.wait_for(
-                lambda: self._closed or self._used == 0 or self._used + size <= self.capacity
-            )
+            await changed.wait_for(lambda: self._room(size))
             if self._closed:
                 return False
-            self._jobs.append((job, size))
-            self._used += size
-            self._active += 1
+            self._queue(job, size)
             changed.notify_all()
             if self._task is None or self._task.done():
                 assert self._loop is not None
@@ -720,26 +752,14 @@ class AsyncJobQueue(Generic[T]):
                         pass
                 if self._closed and not self._jobs:
                     return
-                jobs: list[T] = []
-                units = 0
-                while self._jobs and (not jobs or units + self._jobs[0][1] <= self._batch):
-                    job, size = self._jobs.popleft()
-                    jobs.append(job)
-                    units += size
-                ticks = 0 if jobs else 1  # a tick runs as a job: ``join`` waits for it
-                self._active += ticks
+                jobs, units, ticks = self._take()
             try:
                 await self._handle(jobs)
             except Exception as error:  # the handler's to report; never stop the consumer
-                import logging  # the "memorybank" logger (memorybank.runtime.log)
-
-                logging.getLogger("memorybank").warning(
-                    "%s: jobs dropped (%s)", self._name, error, exc_info=error
-                )
+                self._dropped(error)
             finally:
                 async with changed:
-                    self._used -= units
-                    self._active -= len(jobs) + ticks
+                    self._handled(jobs, units, ticks)
                     changed.notify_all()
 
     async def join(self, within: float | None = None) -> bool:
@@ -774,7 +794,7 @@ class AsyncJobQueue(Generic[T]):
             await asyncio.gather(task, return_exceptions=True)
 
 
-class JobQueue(Generic[T]):
+class JobQueue(_Jobs[T]):
     """Sync twin of :class:`AsyncJobQueue`: the consumer is a daemon thread (a process
     that exits without ``close`` leaves the rest to the caller's journal)."""
 
@@ -787,23 +807,11 @@ class JobQueue(Generic[T]):
         handle: Callable[[list[T]], None],
         tick: float | None = None,
     ) -> None:
-        self._name = name
-        self.capacity = capacity
-        self._batch = batch
+        super().__init__(name, capacity, batch, tick)
         self._handle = handle
-        self._tick = tick
-        self._jobs: deque[tuple[T, int]] = deque()
-        self._used = 0
-        self._active = 0
         self._changed = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
-        self._closed = False
         self._stop = False
-
-    @property
-    def used(self) -> int:
-        """Units queued or being handled."""
-        return self._used
 
     def put(self, job: T, size: int) -> bool:
         """Queue ``job``, waiting while the queue has no room; whether it was queued."""
@@ -828,26 +836,14 @@ class JobQueue(Generic[T]):
                 self._changed.wait_for(lambda: bool(self._jobs) or self._closed, self._tick)
                 if self._stop or (self._closed and not self._jobs):
                     return
-                jobs: list[T] = []
-                units = 0
-                while self._jobs and (not jobs or units + self._jobs[0][1] <= self._batch):
-                    job, size = self._jobs.popleft()
-                    jobs.append(job)
-                    units += size
-                ticks = 0 if jobs else 1  # a tick runs as a job: ``join`` waits for it
-                self._active += ticks
+                jobs, units, ticks = self._take()
             try:
                 self._handle(jobs)
             except Exception as error:  # the handler's to report; never stop the consumer
-                import logging  # the "memorybank" logger (memorybank.runtime.log)
-
-                logging.getLogger("memorybank").warning(
-                    "%s: jobs dropped (%s)", self._name, error, exc_info=error
-                )
+                self._dropped(error)
             finally:
                 with self._changed:
-                    self._used -= units
-                    self._active -= len(jobs) + ticks
+                    self._handled(jobs, units, ticks)
                     self._changed.notify_all()
 
     def join(self, within: float | None = None) -> bool:

@@ -34,9 +34,10 @@ def chat_endpoint(
     model: object,
     api_key: str | None,
     headers: dict[str, str] | None,
+    path: str = "/chat/completions",
 ) -> tuple[str, dict[str, str]]:
-    """The ``{base_url}/chat/completions`` URL and the request headers of an
-    OpenAI-compatible endpoint, its arguments checked (``ConfigurationError``).
+    """The ``{base_url}{path}`` URL and the request headers of an OpenAI-compatible
+    endpoint, its arguments checked (``ConfigurationError``).
 
     ``api_key``: sent as a bearer token; ``None`` reads ``$OPENAI_API_KEY`` (required
     for api.openai.com, optional elsewhere)."""
@@ -52,7 +53,7 @@ def chat_endpoint(
     sent = {"Content-Type": "application/json", **(headers or {})}
     if key:
         sent["Authorization"] = f"Bearer {key}"
-    return base_url.rstrip("/") + "/chat/completions", sent
+    return base_url.rstrip("/") + path, sent
 
 
 def chat_request(model: str, system: str, prompt: str) -> dict[str, Any]:

@@ -995,16 +995,8 @@ class AsyncConsolidationService:
             "owner": self._core.worker,
             "until": datetime.now(UTC).isoformat(),  # released
         }
-        done = Record(
-            kind=SCHEDULE,
-            id=tenant,
-            agent_id=None,
-            user_id=None,
-            content="",
-            data=data,
-            created_at=held.created_at,
-            updated_at=datetime.now(UTC),
-            revision=held.revision + 1,
+        done = dataclasses.replace(
+            held, data=data, updated_at=datetime.now(UTC), revision=held.revision + 1
         )
         try:
             await store.record_put(

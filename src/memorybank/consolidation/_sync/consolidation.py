@@ -996,16 +996,8 @@ class ConsolidationService:
             "owner": self._core.worker,
             "until": datetime.now(UTC).isoformat(),  # released
         }
-        done = Record(
-            kind=SCHEDULE,
-            id=tenant,
-            agent_id=None,
-            user_id=None,
-            content="",
-            data=data,
-            created_at=held.created_at,
-            updated_at=datetime.now(UTC),
-            revision=held.revision + 1,
+        done = dataclasses.replace(
+            held, data=data, updated_at=datetime.now(UTC), revision=held.revision + 1
         )
         try:
             store.record_put(

@@ -57,8 +57,7 @@ def give_feedback(
 ) -> Fact:
     """Apply the rule to the fact and keep the feedback record; the fact as it is now."""
     fact_id = _fact_id(hit_or_id)
-    if not isinstance(useful, bool):
-        raise InvalidInput("useful must be true or false", field="useful")
+    useful = v.check_bool(useful, "useful")
     if reason is not None:
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason must be a non-empty string or null", field="reason")

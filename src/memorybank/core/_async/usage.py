@@ -295,8 +295,7 @@ class AsyncUsage(Namespace):
     ) -> ItemUsage:
         """Feedback on the item's importance (``importance.rated``); its usage now."""
         kind, item_id = check_kind(kind), v.check_id(item_id, "id")
-        if not isinstance(useful, bool):
-            raise InvalidInput("useful must be true or false", field="useful")
+        useful = v.check_bool(useful, "useful")
         owner = await self._owner(kind, item_id, thread_id, user_id, agent_id)
         return await self._change(
             kind, item_id, owner, lambda now: rated(now, useful), explicit=None

@@ -162,31 +162,19 @@ class _Importer:
             if earlier["name"] == name:
                 break
             await self._open_branch(earlier["name"])
-        source = info.get("from_branch")
-        created_at = datetime.fromisoformat(info["created_at"])
+        source, fork = info.get("from_branch"), info.get("fork_entry")
         if source is None or source not in self.created:
-            source = next(iter(self.created))
-            await self.store.branch_create(
-                self.tenant,
-                self.thread.id,
-                name,
-                from_branch=source,
-                from_entry=None,
-                created_at=created_at,
-            )
+            source, fork = next(iter(self.created)), None
+        await self.store.branch_create(
+            self.tenant,
+            self.thread.id,
+            name,
+            from_branch=source,
+            from_entry=fork,
+            created_at=datetime.fromisoformat(info["created_at"]),
+        )
+        if fork is None:
             await self.store.entry_clear(self.tenant, self.thread.id, branch=name)
-        else:
-            fork = info.get("fork_entry")
-            await self.store.branch_create(
-                self.tenant,
-                self.thread.id,
-                name,
-                from_branch=source,
-                from_entry=fork,
-                created_at=created_at,
-            )
-            if fork is None:
-                await self.store.entry_clear(self.tenant, self.thread.id, branch=name)
         self.created.add(name)
 
     async def _finish_thread(self) -> None:

@@ -112,9 +112,3 @@ def _depth(value: object, field: str) -> int:
     if depth > 64:
         raise InvalidInput(f"{field} must be at most 64", field=field)
     return depth
-
-
-def _bool(value: object, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput(f"{field} must be true or false", field=field)
-    return value

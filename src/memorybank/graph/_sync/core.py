@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 from memorybank.core._sync.core import Namespace
 from memorybank.errors import NotFound
-from memorybank.graph._sync.checks import _bool, _optional_number, _optional_time, _types, _unit
+from memorybank.graph._sync.checks import _optional_number, _optional_time, _types, _unit
 from memorybank.graph._sync.records import ENTITY, IN, OUT, _entity, _relation
 from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES, Direction, Entity, Relation
+from memorybank.rules import validate as v
 from memorybank.stores.contract._sync.store import Record, Unset
 from memorybank.stores.contract.types import Visibility, visible
 
@@ -127,7 +128,7 @@ class GraphCore(Namespace):
         min_confidence: object = None,
     ) -> _Filter:
         when = _optional_time(as_of, "as_of")
-        if _bool(include_invalid, "include_invalid") and when is None:
+        if v.check_bool(include_invalid, "include_invalid") and when is None:
             moment = None
         else:
             moment = when if when is not None else self._core.now()
@@ -138,7 +139,7 @@ class GraphCore(Namespace):
             min_confidence=None
             if min_confidence is None
             else _unit(min_confidence, "min_confidence"),
-            include_inferred=_bool(include_inferred, "include_inferred"),
+            include_inferred=v.check_bool(include_inferred, "include_inferred"),
         )
 
     def _edges(

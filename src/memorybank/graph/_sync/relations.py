@@ -11,7 +11,6 @@ from typing import Any
 from memorybank.core._sync.cas import retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph._sync.checks import (
-    _bool,
     _direction,
     _ids,
     _label,
@@ -99,7 +98,7 @@ class RelationVerbs(GraphCore):
         if start is not None and end is not None and end <= start:
             raise InvalidInput("invalid_at must be after valid_at", field="invalid_at")
         rel_weight = _weight(weight)
-        both = _bool(bidirectional, "bidirectional")
+        both = v.check_bool(bidirectional, "bidirectional")
         conf = _unit(confidence, "confidence")
         entries = _ids(provenance, "provenance")
         text = _optional_label(label, "label")
@@ -275,7 +274,7 @@ class RelationVerbs(GraphCore):
         if not isinstance(valid_at, Unset):
             changes["valid_at"] = _optional_time(valid_at, "valid_at")
         if not isinstance(bidirectional, Unset):
-            changes["bidirectional"] = _bool(bidirectional, "bidirectional")
+            changes["bidirectional"] = v.check_bool(bidirectional, "bidirectional")
 
         def change(old: Relation, now: datetime) -> Relation:
             new = replace(old, **changes)
