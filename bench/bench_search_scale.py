@@ -725,11 +725,11 @@ def _x5_worker(path: str, shared: bool, inflight: int | None, clients: int, conn
     (a range of indexes) from the parent runs those searches from ``clients`` tasks,
     at most ``inflight`` at once, and answers (samples, start, end, memory); ``None``
     ends it."""
-    from memorybank.stores.vectors import files
+    from memorybank.stores.vectors import exact
 
     _one_blas_thread()
     if not shared:
-        files.SHARE_MIN_ROWS = 1 << 62  # every process reads its own copy
+        exact.SHARE_MIN_ROWS = 1 << 62  # every process reads its own copy
     qtexts, qvecs = queries(512, seed=99)
     lookup = Known()
     lookup.fixed = dict(zip(qtexts, qvecs, strict=True))

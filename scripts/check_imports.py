@@ -226,10 +226,7 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.server.ui._views", "memorybank.context.values"): (
         "start-up: the context values (dataclasses), on the inspector's context page"
     ),
-    ("memorybank.stores.sqlite._async._admin", "memorybank.stores.vectors.files"): (
-        "start-up: the persisted ANN index (pathlib, hashlib, json, mmap), for its files only"
-    ),
-    ("memorybank.stores.sqlite._async._search", "memorybank.stores.vectors.files"): (
+    ("memorybank.stores.sqlite._async._base", "memorybank.stores.vectors.files"): (
         "start-up: the persisted ANN index (pathlib, hashlib, json, mmap), for its files only"
     ),
 }

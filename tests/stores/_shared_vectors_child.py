@@ -18,7 +18,7 @@ from typing import Any
 
 from memorybank.stores.contract._sync.store import VectorItem, Visibility
 from memorybank.stores.sqlite._sync import SQLiteStore
-from memorybank.stores.vectors import files as _vector_files
+from memorybank.stores.vectors import exact as _vectors
 
 MODEL = "test:shared"
 DIM = 16
@@ -51,7 +51,7 @@ def search(store: SQLiteStore, seed: int, user: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    _vector_files.SHARE_MIN_ROWS = SHARE_MIN_ROWS
+    _vectors.SHARE_MIN_ROWS = SHARE_MIN_ROWS
     store = SQLiteStore(sys.argv[1])
     try:
         for line in sys.stdin:

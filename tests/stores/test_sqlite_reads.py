@@ -231,10 +231,11 @@ async def _concurrent_users_see_their_writes_and_nobody_elses(path: Path) -> int
 def test_concurrent_users_on_the_read_connections_see_their_writes_and_no_one_elses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: bool
 ) -> None:
+    from memorybank.stores.vectors import exact as _vectors
     from memorybank.stores.vectors import files as _vector_files
 
     if share:  # the vectors mapped from the files every process maps
-        monkeypatch.setattr(_vector_files, "SHARE_MIN_ROWS", 100)
+        monkeypatch.setattr(_vectors, "SHARE_MIN_ROWS", 100)
     path = tmp_path / "users.db"
     assert asyncio.run(_concurrent_users_see_their_writes_and_nobody_elses(path)) == 6 * 8
     assert any(_vector_files.directory(str(path)).glob("*.f32")) == share

@@ -22,6 +22,7 @@ import pytest
 from memorybank.records import Thread
 from memorybank.stores.contract._sync.store import VectorItem
 from memorybank.stores.sqlite._sync import SQLiteStore
+from memorybank.stores.vectors import exact as _vectors
 from memorybank.stores.vectors import files as _vector_files
 from tests.stores._shared_vectors_child import MODEL, SHARE_MIN_ROWS, mapped_f32, search, vec
 
@@ -67,7 +68,7 @@ class Child:
 
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteStore]:
-    monkeypatch.setattr(_vector_files, "SHARE_MIN_ROWS", SHARE_MIN_ROWS)
+    monkeypatch.setattr(_vectors, "SHARE_MIN_ROWS", SHARE_MIN_ROWS)
     store = SQLiteStore(tmp_path / "v.db")
     now = datetime.now(UTC)
     for tid, user in (("a", "alice"), ("b", "bob")):

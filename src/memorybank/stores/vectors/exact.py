@@ -67,6 +67,10 @@ __all__ = [
 #: until it is ready searches are exact (1M x 384: about 0.2 s). It is kept
 #: current the same way and persisted by the SQLite store for the next process.
 ANN_THRESHOLD = 50_000
+#: Vectors of one (tenant, model, kind) from which a SQLite store on a file saves them
+#: (without an index below ``ANN_THRESHOLD``) for the processes of the host to map one
+#: copy (``AsyncSQLiteStore._vector_share``); below, each process reads its own.
+SHARE_MIN_ROWS = 4096
 #: A scope holding at most this many vectors is always searched exactly; an index
 #: lagging the rows by more than this is not used (the rows after it are searched
 #: exactly when it lags less).

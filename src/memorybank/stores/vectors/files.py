@@ -65,7 +65,6 @@ from memorybank.runtime.native import usearch_index
 from memorybank.stores.vectors.exact import configure_ann
 
 __all__ = [
-    "SHARE_MIN_ROWS",
     "Persisted",
     "directory",
     "load",
@@ -81,10 +80,6 @@ _PARTS = ("usearch", "f32", "i64", "ids")
 #: at least ``ROOM_MIN``.
 ROOM_SHARE = 0.25
 ROOM_MIN = 1024
-#: Vectors of one (tenant, model, kind) from which a SQLite store on a file saves them
-#: (without an index below ``ANN_THRESHOLD``) for the processes of the host to map one
-#: copy (``AsyncSQLiteStore._vector_share``); below, each process reads its own.
-SHARE_MIN_ROWS = 4096
 #: A search re-saves an index that grew by this many rows and this share since its files
 #: (closing the store saves any growth).
 SAVE_AFTER_ROWS = 1000
@@ -387,3 +382,14 @@ def remove_tenant(folder: Path, prefix: str, tenant: str) -> None:
     for path in list(folder.glob(f"{part}-*")) + list(folder.glob(f".{part}-*")):
         with contextlib.suppress(OSError):
             path.unlink()
+
+
+class Files:
+    """This module's functions as one typed name, for a store that loads the module on
+    first use (``hashlib``, ``secrets``, ``mmap``: not at the store's import)."""
+
+    directory = staticmethod(directory)
+    load = staticmethod(load)
+    save = staticmethod(save)
+    save_slot = staticmethod(save_slot)
+    remove_tenant = staticmethod(remove_tenant)

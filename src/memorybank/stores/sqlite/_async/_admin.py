@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from memorybank.stores.sql._async.core import Statement
-from memorybank.stores.sqlite._async._base import SQLiteStoreBase
+from memorybank.stores.sqlite._async._base import SQLiteStoreBase, vector_files
 from memorybank.stores.sqlite._async._events import forget_events_begin, forget_events_end
 
 
@@ -66,9 +66,8 @@ class AdminMixin(SQLiteStoreBase):
                 for key in [key for key in cache.slots if key[0] == tenant]:
                     del cache.slots[key]
         if self.path != ":memory:":
-            from memorybank.stores.vectors import files as _vector_files
-
-            _vector_files.remove_tenant(_vector_files.directory(self.path), self.prefix, tenant)
+            files = vector_files()
+            files.remove_tenant(files.directory(self.path), self.prefix, tenant)
 
     async def reclaim_space(self) -> None:
         def vacuum() -> None:

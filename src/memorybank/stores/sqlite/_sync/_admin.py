@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from memorybank.stores.sql._sync.core import Statement
-from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
+from memorybank.stores.sqlite._sync._base import SQLiteStoreBase, vector_files
 from memorybank.stores.sqlite._sync._events import forget_events_begin, forget_events_end
 
 
@@ -67,9 +67,8 @@ class AdminMixin(SQLiteStoreBase):
                 for key in [key for key in cache.slots if key[0] == tenant]:
                     del cache.slots[key]
         if self.path != ":memory:":
-            from memorybank.stores.vectors import files as _vector_files
-
-            _vector_files.remove_tenant(_vector_files.directory(self.path), self.prefix, tenant)
+            files = vector_files()
+            files.remove_tenant(files.directory(self.path), self.prefix, tenant)
 
     def reclaim_space(self) -> None:
         def vacuum() -> None:

@@ -45,6 +45,7 @@ from memorybank.stores.sqlite.schema import (
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     from memorybank.stores.vectors.exact import VectorSlot
+    from memorybank.stores.vectors.files import Files
 
 
 T = TypeVar("T")
@@ -64,6 +65,14 @@ _CACHE_KIB = 65_536
 #: Read connections (threads) of an async store on a file: searches and batch reads
 #: run on them in parallel (``_run_read``) while writes stay on the one writer.
 READ_CONNECTIONS = 4
+
+
+def vector_files() -> type[Files]:
+    """The persisted vector files' functions (``stores.vectors.files``), loaded on first use."""
+    # not at import: hashlib, secrets and mmap cost a cold start that never saves a vector
+    from memorybank.stores.vectors.files import Files
+
+    return Files
 
 
 def rows_of(conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:

@@ -28,7 +28,7 @@ from memorybank.stores.sql.common import (
     unit_vector_bytes,
     vector_array,
 )
-from memorybank.stores.sqlite._sync._base import SQLiteStoreBase, rows_of
+from memorybank.stores.sqlite._sync._base import SQLiteStoreBase, rows_of, vector_files
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 from memorybank.stores.vectors import exact as _vectors
 from memorybank.stores.vectors._sync.cache import BACKGROUND_LOAD_ROWS
@@ -426,29 +426,28 @@ class SearchMixin(SQLiteStoreBase):
         sees the same vectors before and after. The caller holds the cache's lock, or
         owns the slot alone (a load).
         """
-        from memorybank.stores.vectors import files as _vector_files
-
         if (
             self.path == ":memory:"
             or self._view  # a snapshot's rows are not the files' to replace
             or slot.shared
             or slot.dead
-            or slot.n < _vector_files.SHARE_MIN_ROWS
+            or slot.n < _vectors.SHARE_MIN_ROWS
             or slot.deletes is None
             or slot.has_ann()
             or slot.ann_pending()
         ):
             return
-        folder = _vector_files.directory(self.path)
+        _files = vector_files()
+        folder = _files.directory(self.path)
         n = slot.n
         for attempt in range(2):
-            found = _vector_files.load(folder, self.prefix, *key, slot.dim, index=False)
+            found = _files.load(folder, self.prefix, *key, slot.dim, index=False)
             if found is not None and found.room is not None:
                 if slot.share(found.rowids, found.vectors, found.room):
                     return
             if attempt:
                 return
-            token = _vector_files.save(
+            token = _files.save(
                 folder,
                 self.prefix,
                 *key,
@@ -488,7 +487,7 @@ class SearchMixin(SQLiteStoreBase):
         """The slot with the ANN index and vectors persisted by an earlier process (or the
         vectors alone, ``_vector_share``), or None.
 
-        Used only when the files pass their own checks (``_vector_files.load``).
+        Used only when the files pass their own checks (``_files.load``).
         If the database's update count for the key is the one the files
         recorded, the deletion log still holds every deletion since the files'
         log sequence (``log``: the log's lowest and highest sequence now), and
@@ -499,15 +498,14 @@ class SearchMixin(SQLiteStoreBase):
         (``VectorSlot.inherit_ann``). The scope of every row always comes from
         the database.
         """
-        from memorybank.stores.vectors import files as _vector_files
-
         if self.path == ":memory:":
             return None
-        if count < min(_vector_files.SHARE_MIN_ROWS, _vectors.ANN_THRESHOLD):
+        if count < min(_vectors.SHARE_MIN_ROWS, _vectors.ANN_THRESHOLD):
             return None
+        _files = vector_files()
         tenant, model_id, kind = key
-        found = _vector_files.load(
-            _vector_files.directory(self.path),
+        found = _files.load(
+            _files.directory(self.path),
             self.prefix,
             tenant,
             model_id,
@@ -610,9 +608,7 @@ class SearchMixin(SQLiteStoreBase):
         self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool = False
     ) -> None:
         """Persist the slot's ANN index when due (``files.save_slot``)."""
-        from memorybank.stores.vectors import files as _vector_files
-
-        _vector_files.save_slot(self.path, self.prefix, key, slot, final=final)
+        vector_files().save_slot(self.path, self.prefix, key, slot, final=final)
 
     def vector_search(
         self,
