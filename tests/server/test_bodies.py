@@ -14,11 +14,14 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
+import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
@@ -168,15 +171,26 @@ def _operations(app: FastAPI) -> list[tuple[str, str]]:
 _APP = create_app(memory=AsyncMemory(AsyncInMemoryStore()), admin_key=ADMIN, mcp=False)
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_api() -> AsyncIterator[Api]:
+    """One app for the module's cases (building one costs a second on a busy machine);
+    each case seeds a tenant of its own."""
+    async with running_api(AsyncInMemoryStore()) as running:
+        yield running
+
+
+@pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize(("method", "path"), _operations(_APP))
 async def test_the_schemas_required_fields_alone_are_accepted(
-    api: Api, method: str, path: str
+    shared_api: Api, method: str, path: str
 ) -> None:
     """Read off the app's OpenAPI schema, not the declaration: every route with a body."""
-    headers = {**await api.key("acme"), "X-User-Id": "u1"}
+    api = shared_api
+    tenant = f"acme-{uuid.uuid4().hex[:8]}"
+    headers = {**await api.key(tenant), "X-User-Id": "u1"}
     if path.startswith("/v1/admin"):
         headers = api.admin
-    ids = await _seed(api, {**await api.key("acme"), "X-User-Id": "u1"})
+    ids = await _seed(api, {**await api.key(tenant), "X-User-Id": "u1"}, tenant)
     spec = api.app.openapi()
     schema = spec["paths"][path][method.lower()]["requestBody"]["content"]["application/json"]
     body = _sample("body", schema["schema"], spec, ids)

@@ -204,9 +204,10 @@ def _sample(name: str, schema: dict[str, Any], spec: dict[str, Any], ids: dict[s
     return "x"
 
 
-async def _seed(api: Api, headers: dict[str, str]) -> dict[str, str]:
-    """A tenant with one of everything; its ids by path parameter name."""
-    memory = api.memory.tenant("acme")
+async def _seed(api: Api, headers: dict[str, str], tenant: str = "acme") -> dict[str, str]:
+    """``tenant`` (whose key ``headers`` carry) with one of everything; its ids by path
+    parameter name."""
+    memory = api.memory.tenant(tenant)
     thread = await memory.threads.create(thread_id="t1")
     entry = await memory.entries.add("t1", {"role": "user", "content": "hello there"})
     await memory.branches.create("t1", "alt")
@@ -221,7 +222,7 @@ async def _seed(api: Api, headers: dict[str, str]) -> dict[str, str]:
         headers=headers,
     )
     assert answer.status_code == 200, answer.text
-    hook, _ = await api.app.state.webhooks.create("acme", "https://example.test/hook")
+    hook, _ = await api.app.state.webhooks.create(tenant, "https://example.test/hook")
     return {
         "webhook_id": hook.id,
         "url": "https://example.test/hook",
