@@ -15,13 +15,11 @@ import dataclasses
 import importlib.util
 import re
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
@@ -169,14 +167,6 @@ def _operations(app: FastAPI) -> list[tuple[str, str]]:
 
 
 _APP = create_app(memory=AsyncMemory(AsyncInMemoryStore()), admin_key=ADMIN, mcp=False)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def shared_api() -> AsyncIterator[Api]:
-    """One app for the module's cases (building one costs a second on a busy machine);
-    each case seeds a tenant of its own."""
-    async with running_api(AsyncInMemoryStore()) as running:
-        yield running
 
 
 @pytest.mark.asyncio(loop_scope="module")
