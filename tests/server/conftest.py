@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from argon2 import PasswordHasher
 from fastapi import FastAPI
 
@@ -87,4 +88,13 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
 async def store_api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Api]:
     """The app on each of the five stores in turn."""
     async with fresh_store(str(request.param), tmp_path) as store, running_api(store) as running:
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_api() -> AsyncIterator[Api]:
+    """The app on a fresh in-memory store, one for the module (building one costs a second
+    on a busy machine): for tests that each use tenants of their own (their tests run
+    with ``@pytest.mark.asyncio(loop_scope="module")``)."""
+    async with fresh_store("memory", Path()) as store, running_api(store) as running:
         yield running

@@ -8,6 +8,10 @@ import pytest
 
 from tests.server.conftest import Api
 from tests.server.test_auth import ALL, BAD_KEYS, make_world, tenant
+from tests.server.test_auth import api as api  # one app for the module, as there
+
+# Every test makes tenants of its own (``tenant``), so they share the module's app.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 BODY_ROUTES = sorted(route for route, case in ALL.items() if case.body is not None)
 MALFORMED = {"not json": b"{not json", "not utf-8": b'{"title": "\xff\xfe"}'}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -168,15 +169,18 @@ def _operations(app: FastAPI) -> list[tuple[str, str]]:
 _APP = create_app(memory=AsyncMemory(AsyncInMemoryStore()), admin_key=ADMIN, mcp=False)
 
 
+@pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize(("method", "path"), _operations(_APP))
 async def test_the_schemas_required_fields_alone_are_accepted(
-    api: Api, method: str, path: str
+    shared_api: Api, method: str, path: str
 ) -> None:
     """Read off the app's OpenAPI schema, not the declaration: every route with a body."""
-    headers = {**await api.key("acme"), "X-User-Id": "u1"}
+    api = shared_api
+    tenant = f"acme-{uuid.uuid4().hex[:8]}"
+    headers = {**await api.key(tenant), "X-User-Id": "u1"}
     if path.startswith("/v1/admin"):
         headers = api.admin
-    ids = await _seed(api, {**await api.key("acme"), "X-User-Id": "u1"})
+    ids = await _seed(api, {**await api.key(tenant), "X-User-Id": "u1"}, tenant)
     spec = api.app.openapi()
     schema = spec["paths"][path][method.lower()]["requestBody"]["content"]["application/json"]
     body = _sample("body", schema["schema"], spec, ids)

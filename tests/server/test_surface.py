@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -204,9 +205,10 @@ def _sample(name: str, schema: dict[str, Any], spec: dict[str, Any], ids: dict[s
     return "x"
 
 
-async def _seed(api: Api, headers: dict[str, str]) -> dict[str, str]:
-    """A tenant with one of everything; its ids by path parameter name."""
-    memory = api.memory.tenant("acme")
+async def _seed(api: Api, headers: dict[str, str], tenant: str = "acme") -> dict[str, str]:
+    """``tenant`` (whose key ``headers`` carry) with one of everything; its ids by path
+    parameter name."""
+    memory = api.memory.tenant(tenant)
     thread = await memory.threads.create(thread_id="t1")
     entry = await memory.entries.add("t1", {"role": "user", "content": "hello there"})
     await memory.branches.create("t1", "alt")
@@ -221,7 +223,7 @@ async def _seed(api: Api, headers: dict[str, str]) -> dict[str, str]:
         headers=headers,
     )
     assert answer.status_code == 200, answer.text
-    hook, _ = await api.app.state.webhooks.create("acme", "https://example.test/hook")
+    hook, _ = await api.app.state.webhooks.create(tenant, "https://example.test/hook")
     return {
         "webhook_id": hook.id,
         "url": "https://example.test/hook",
@@ -242,16 +244,19 @@ async def _seed(api: Api, headers: dict[str, str]) -> dict[str, str]:
     }
 
 
+@pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize("verb", WITH_BODY, ids=_ids(WITH_BODY))
 async def test_a_body_of_the_schemas_required_fields_alone_is_accepted(
-    api: Api, verb: Verb
+    shared_api: Api, verb: Verb
 ) -> None:
     """The OpenAPI schema's promise: what it marks required is enough (no 422 for a
     field it calls optional, as ``agent_id is required`` was). Sent as an end user
     (``X-User-Id``), whose id the routes take for every ``user_id`` left out."""
     assert isinstance(verb.rest, Route)
-    headers = {**await api.key("acme"), "X-User-Id": "u1"}
-    ids = await _seed(api, headers)
+    api = shared_api
+    tenant = f"acme-{uuid.uuid4().hex[:8]}"
+    headers = {**await api.key(tenant), "X-User-Id": "u1"}
+    ids = await _seed(api, headers, tenant)
     spec = api.app.openapi()
     operation = spec["paths"][verb.rest.path][verb.rest.method.lower()]
     body = None
