@@ -65,6 +65,7 @@ from memorybank.runtime.native import usearch_index
 from memorybank.stores.vectors.exact import configure_ann
 
 __all__ = [
+    "Files",
     "Persisted",
     "directory",
     "load",

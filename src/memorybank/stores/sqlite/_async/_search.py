@@ -436,17 +436,17 @@ class SearchMixin(SQLiteStoreBase):
             or slot.ann_pending()
         ):
             return
-        _files = vector_files()
-        folder = _files.directory(self.path)
+        files = vector_files()
+        folder = files.directory(self.path)
         n = slot.n
         for attempt in range(2):
-            found = _files.load(folder, self.prefix, *key, slot.dim, index=False)
+            found = files.load(folder, self.prefix, *key, slot.dim, index=False)
             if found is not None and found.room is not None:
                 if slot.share(found.rowids, found.vectors, found.room):
                     return
             if attempt:
                 return
-            token = _files.save(
+            token = files.save(
                 folder,
                 self.prefix,
                 *key,
@@ -486,7 +486,7 @@ class SearchMixin(SQLiteStoreBase):
         """The slot with the ANN index and vectors persisted by an earlier process (or the
         vectors alone, ``_vector_share``), or None.
 
-        Used only when the files pass their own checks (``_files.load``).
+        Used only when the files pass their own checks (``files.load``).
         If the database's update count for the key is the one the files
         recorded, the deletion log still holds every deletion since the files'
         log sequence (``log``: the log's lowest and highest sequence now), and
@@ -501,10 +501,10 @@ class SearchMixin(SQLiteStoreBase):
             return None
         if count < min(_vectors.SHARE_MIN_ROWS, _vectors.ANN_THRESHOLD):
             return None
-        _files = vector_files()
+        files = vector_files()
         tenant, model_id, kind = key
-        found = _files.load(
-            _files.directory(self.path),
+        found = files.load(
+            files.directory(self.path),
             self.prefix,
             tenant,
             model_id,
