@@ -89,37 +89,9 @@ def migrations(p: str) -> list[list[Step]]:
                 ON {p}records (tenant_id, kind, user_id, agent_id, created_at)""",
             f"CREATE INDEX {p}records_key ON {p}records (tenant_id, kind, key)",
             # Keyword search: FTS5 indexes over the content columns, kept in step by triggers.
-            f"""CREATE VIRTUAL TABLE {p}entries_fts USING fts5(
-                content, content='{p}entries', content_rowid='rowid',
-                tokenize='porter unicode61 remove_diacritics 2')""",
-            f"""CREATE TRIGGER {p}entries_fts_insert AFTER INSERT ON {p}entries BEGIN
-                INSERT INTO {p}entries_fts (rowid, content) VALUES (new.rowid, new.content);
-                END""",
-            f"""CREATE TRIGGER {p}entries_fts_delete AFTER DELETE ON {p}entries BEGIN
-                INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content)
-                VALUES ('delete', old.rowid, old.content);
-                END""",
-            f"""CREATE TRIGGER {p}entries_fts_update AFTER UPDATE OF content ON {p}entries BEGIN
-                INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content)
-                VALUES ('delete', old.rowid, old.content);
-                INSERT INTO {p}entries_fts (rowid, content) VALUES (new.rowid, new.content);
-                END""",
+            *_fts_v1(p + "entries"),
             f"INSERT INTO {p}entries_fts ({p}entries_fts) VALUES ('rebuild')",
-            f"""CREATE VIRTUAL TABLE {p}records_fts USING fts5(
-                content, content='{p}records', content_rowid='rowid',
-                tokenize='porter unicode61 remove_diacritics 2')""",
-            f"""CREATE TRIGGER {p}records_fts_insert AFTER INSERT ON {p}records BEGIN
-                INSERT INTO {p}records_fts (rowid, content) VALUES (new.rowid, new.content);
-                END""",
-            f"""CREATE TRIGGER {p}records_fts_delete AFTER DELETE ON {p}records BEGIN
-                INSERT INTO {p}records_fts ({p}records_fts, rowid, content)
-                VALUES ('delete', old.rowid, old.content);
-                END""",
-            f"""CREATE TRIGGER {p}records_fts_update AFTER UPDATE OF content ON {p}records BEGIN
-                INSERT INTO {p}records_fts ({p}records_fts, rowid, content)
-                VALUES ('delete', old.rowid, old.content);
-                INSERT INTO {p}records_fts (rowid, content) VALUES (new.rowid, new.content);
-                END""",
+            *_fts_v1(p + "records"),
             f"""CREATE TABLE {p}vectors (
                 tenant_id TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
                 model_id TEXT NOT NULL, thread_id TEXT, vector BLOB NOT NULL,
@@ -279,6 +251,27 @@ def migrations(p: str) -> list[list[Step]]:
         ],
         # The change feed writes less per event (``sqlite_tables``, ``_feed_v12``).
         [_feed_v12(p)],
+    ]
+
+
+def _fts_v1(t: str) -> list[Step]:
+    """Schema 1's keyword index of the table ``t`` (prefixed), kept in step by triggers."""
+    return [
+        f"""CREATE VIRTUAL TABLE {t}_fts USING fts5(
+                content, content='{t}', content_rowid='rowid',
+                tokenize='porter unicode61 remove_diacritics 2')""",
+        f"""CREATE TRIGGER {t}_fts_insert AFTER INSERT ON {t} BEGIN
+                INSERT INTO {t}_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+        f"""CREATE TRIGGER {t}_fts_delete AFTER DELETE ON {t} BEGIN
+                INSERT INTO {t}_fts ({t}_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+                END""",
+        f"""CREATE TRIGGER {t}_fts_update AFTER UPDATE OF content ON {t} BEGIN
+                INSERT INTO {t}_fts ({t}_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+                INSERT INTO {t}_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
     ]
 
 
