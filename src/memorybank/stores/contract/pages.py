@@ -1,20 +1,24 @@
 """The contract's list semantics, written once for stores that filter in this process (the
 in-memory store, a store of your own): which threads ``thread_list`` returns and in what
-order, which entries make ``entry_list``'s page, which records ``record_list`` keeps.
-The SQL stores and Redis say the same in their queries; the conformance suite holds all of
-them to one outcome.
+order, which entries make ``entry_list``'s page, which records ``record_list`` keeps, and
+which ``record_get_many`` and ``record_page`` return. The SQL stores and Redis say the
+same in their queries; the conformance suite holds all of them to one outcome.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract.items import Record
 from memorybank.stores.contract.types import UNSET, Unset, Visibility, visible
 
-__all__ = ["entry_page", "record_matches", "select_records", "select_threads", "thread_matches"]
+__all__ = [
+    "entry_page", "page_records", "pick_records", "record_matches", "record_order",
+    "select_records", "select_threads", "thread_matches",
+]  # fmt: skip
 
 
 def thread_matches(
@@ -104,5 +108,40 @@ def select_records(
         for r in records
         if record_matches((r.agent_id, r.user_id, r.key), agent_id, user_id, key, visible_to)
     ]
-    found.sort(key=lambda r: (r.created_at, r.id))
+    found.sort(key=record_order)
     return found if limit is None else found[:limit]
+
+
+def record_order(record: Record) -> tuple[datetime, str]:
+    """The order of records in every answer: oldest first (``created_at``, then id)."""
+    return (record.created_at, record.id)
+
+
+def pick_records(
+    ids: Iterable[str], get: Callable[[str], Record | None], visible_to: Visibility | None
+) -> dict[str, Record]:
+    """``record_get_many``'s answer: the record ``get`` finds for each of ``ids`` (each
+    once, in their order) that exists and that ``visible_to`` may see, keyed by id."""
+    return {
+        i: r
+        for i in dict.fromkeys(ids)
+        if (r := get(i)) is not None and visible(visible_to, r.agent_id, r.user_id)
+    }
+
+
+def page_records(
+    records: Iterable[Record],
+    *,
+    limit: int,
+    after: tuple[datetime, str] | None,
+    visible_to: Visibility | None,
+) -> list[Record]:
+    """``record_page``'s answer from one kind's ``records``: the oldest ``limit`` that
+    ``visible_to`` may see and that sort strictly after the cursor ``after``."""
+    found = [
+        r
+        for r in records
+        if (after is None or (r.created_at, r.id) > after)
+        and visible(visible_to, r.agent_id, r.user_id)
+    ]
+    return heapq.nsmallest(limit, found, key=record_order)

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Self
 
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
-from memorybank.stores.contract import types as _types
 from memorybank.stores.contract._async.entry_store import AsyncEntryStore
 from memorybank.stores.contract._async.record_store import AsyncRecordStore
 from memorybank.stores.contract._async.thread_store import AsyncThreadStore
+from memorybank.stores.contract.pages import page_records, pick_records, record_order
 from memorybank.stores.contract.types import LAST_POSITION, Visibility
 
 if TYPE_CHECKING:
@@ -122,12 +122,8 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
     ) -> dict[str, Record]:
         """The records of ``kind`` with these ids that exist and that ``visible_to`` may
         see, keyed by id (missing ids absent)."""
-        found: dict[str, Record] = {}
-        for record_id in dict.fromkeys(record_ids):
-            record = await self.record_get(tenant, kind, record_id)
-            if record is not None and _types.visible(visible_to, record.agent_id, record.user_id):
-                found[record_id] = record
-        return found
+        got = {i: await self.record_get(tenant, kind, i) for i in dict.fromkeys(record_ids)}
+        return pick_records(got, got.get, visible_to)
 
     async def record_list_keys(
         self,
@@ -143,7 +139,7 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
         for key in dict.fromkeys(keys):
             for record in await self.record_list(tenant, kind, key=key, visible_to=visible_to):
                 found[record.id] = record
-        return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+        return sorted(found.values(), key=record_order)
 
     async def record_list_keys_by_kind(
         self,
@@ -183,9 +179,7 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
                 if isinstance(far, str):
                     named[far] = None
         found = await self.record_get_many(tenant, linked_kind, list(named))
-        return by, {
-            rid: r for rid, r in found.items() if _types.visible(visible_to, r.agent_id, r.user_id)
-        }
+        return by, pick_records(found, found.get, visible_to)
 
     async def record_list_links(
         self,
@@ -224,9 +218,7 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
         id)`` cursor: the last record of the previous page). Cost must not grow with
         the number of records before the cursor on a store that overrides it."""
         records = await self.record_list(tenant, kind, visible_to=visible_to)
-        if after is not None:
-            records = [r for r in records if (r.created_at, r.id) > after]
-        return records[:limit]
+        return page_records(records, limit=limit, after=after, visible_to=None)
 
     # -- one point in time -------------------------------------------------------
 

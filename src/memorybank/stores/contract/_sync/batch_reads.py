@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Self
 
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
-from memorybank.stores.contract import types as _types
 from memorybank.stores.contract._sync.entry_store import EntryStore
 from memorybank.stores.contract._sync.record_store import RecordStore
 from memorybank.stores.contract._sync.thread_store import ThreadStore
+from memorybank.stores.contract.pages import page_records, pick_records, record_order
 from memorybank.stores.contract.types import LAST_POSITION, Visibility
 
 if TYPE_CHECKING:
@@ -123,12 +123,8 @@ class BatchReads(ThreadStore, EntryStore, RecordStore):
     ) -> dict[str, Record]:
         """The records of ``kind`` with these ids that exist and that ``visible_to`` may
         see, keyed by id (missing ids absent)."""
-        found: dict[str, Record] = {}
-        for record_id in dict.fromkeys(record_ids):
-            record = self.record_get(tenant, kind, record_id)
-            if record is not None and _types.visible(visible_to, record.agent_id, record.user_id):
-                found[record_id] = record
-        return found
+        got = {i: self.record_get(tenant, kind, i) for i in dict.fromkeys(record_ids)}
+        return pick_records(got, got.get, visible_to)
 
     def record_list_keys(
         self,
@@ -144,7 +140,7 @@ class BatchReads(ThreadStore, EntryStore, RecordStore):
         for key in dict.fromkeys(keys):
             for record in self.record_list(tenant, kind, key=key, visible_to=visible_to):
                 found[record.id] = record
-        return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+        return sorted(found.values(), key=record_order)
 
     def record_list_keys_by_kind(
         self,
@@ -184,9 +180,7 @@ class BatchReads(ThreadStore, EntryStore, RecordStore):
                 if isinstance(far, str):
                     named[far] = None
         found = self.record_get_many(tenant, linked_kind, list(named))
-        return by, {
-            rid: r for rid, r in found.items() if _types.visible(visible_to, r.agent_id, r.user_id)
-        }
+        return by, pick_records(found, found.get, visible_to)
 
     def record_list_links(
         self,
@@ -225,9 +219,7 @@ class BatchReads(ThreadStore, EntryStore, RecordStore):
         id)`` cursor: the last record of the previous page). Cost must not grow with
         the number of records before the cursor on a store that overrides it."""
         records = self.record_list(tenant, kind, visible_to=visible_to)
-        if after is not None:
-            records = [r for r in records if (r.created_at, r.id) > after]
-        return records[:limit]
+        return page_records(records, limit=limit, after=after, visible_to=None)
 
     # -- one point in time -------------------------------------------------------
 

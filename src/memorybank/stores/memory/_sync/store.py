@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import heapq
 import math
 from collections.abc import Iterator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.events import types as ev
 from memorybank.records import Branch, Entry, Thread
 from memorybank.runtime.concurrency import Lock
+from memorybank.stores.contract import pages
 from memorybank.stores.contract._sync.search_store import rank_texts
 from memorybank.stores.contract._sync.store import (
     UNSET,
@@ -36,7 +36,6 @@ from memorybank.stores.contract._sync.store import (
 )
 from memorybank.stores.contract.appends import new_entry, plan_append
 from memorybank.stores.contract.capabilities import Capability
-from memorybank.stores.contract.pages import entry_page, select_records, select_threads
 from memorybank.stores.contract.types import best_hits, visible
 from memorybank.stores.sql.events import GRAPH_KINDS
 
@@ -303,15 +302,13 @@ class InMemoryStore(Store):
         limit: int | None = None,
     ) -> list[Thread]:
         self._check_open()
-        found = select_threads(
+        found = pages.select_threads(
             (t for (ten, _), t in self._threads.items() if ten == tenant),
             user_id=user_id,
             agent_id=agent_id,
             status=status,
             limit=limit,
         )
-        if limit is not None:
-            found = found[:limit]
         return [_copy_thread(t) for t in found]
 
     def thread_update(
@@ -412,7 +409,7 @@ class InMemoryStore(Store):
     ) -> tuple[Thread, list[Entry]]:
         thread = self._thread(tenant, thread_id)
         rows = self._rows(tenant, thread, branch)
-        page = entry_page(
+        page = pages.entry_page(
             rows, limit=limit, offset=offset, before=before, after=after, newest_first=newest_first
         )
         return _copy_thread(thread), [_copy_entry(e) for e in page]
@@ -637,6 +634,9 @@ class InMemoryStore(Store):
                 self._emit_record(tenant, record, "updated" if key in self._records else "added")
                 self._records[key] = _copy_record(record)
 
+    def _kind(self, tenant: str, kind: str) -> Iterator[Record]:
+        return (r for (ten, knd, _), r in self._records.items() if ten == tenant and knd == kind)
+
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         self._check_open()
         record = self._records.get((tenant, kind, record_id))
@@ -674,8 +674,8 @@ class InMemoryStore(Store):
         limit: int | None = None,
     ) -> list[Record]:
         self._check_open()
-        found = select_records(
-            (r for (ten, knd, _), r in self._records.items() if (ten, knd) == (tenant, kind)),
+        found = pages.select_records(
+            self._kind(tenant, kind),
             agent_id=agent_id,
             user_id=user_id,
             key=key,
@@ -693,12 +693,9 @@ class InMemoryStore(Store):
         visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
         self._check_open()
-        found: dict[str, Record] = {}
-        for record_id in dict.fromkeys(record_ids):
-            record = self._records.get((tenant, kind, record_id))
-            if record is not None and visible(visible_to, record.agent_id, record.user_id):
-                found[record_id] = _copy_record(record)
-        return found
+        records = self._records
+        found = pages.pick_records(record_ids, lambda i: records.get((tenant, kind, i)), visible_to)
+        return {i: _copy_record(r) for i, r in found.items()}
 
     def record_list_keys(
         self,
@@ -720,8 +717,7 @@ class InMemoryStore(Store):
             and r.key in wanted
             and visible(visible_to, r.agent_id, r.user_id)
         ]
-        found.sort(key=_record_order)
-        return [_copy_record(r) for r in found]
+        return [_copy_record(r) for r in sorted(found, key=pages.record_order)]
 
     def record_page(
         self,
@@ -733,15 +729,9 @@ class InMemoryStore(Store):
         visible_to: Visibility | None = None,
     ) -> list[Record]:
         self._check_open()
-        candidates = (
-            r
-            for (ten, knd, _), r in self._records.items()
-            if ten == tenant
-            and knd == kind
-            and (after is None or (r.created_at, r.id) > after)
-            and visible(visible_to, r.agent_id, r.user_id)
-        )
-        return [_copy_record(r) for r in heapq.nsmallest(limit, candidates, key=_record_order)]
+        found = self._kind(tenant, kind)
+        page = pages.page_records(found, limit=limit, after=after, visible_to=visible_to)
+        return [_copy_record(r) for r in page]
 
     # -- search -------------------------------------------------------------------------
 
@@ -867,15 +857,5 @@ def _unit(vector: Sequence[float]) -> list[float]:
     return [x / norm for x in vector]
 
 
-def _record_order(record: Record) -> tuple[datetime, str]:
-    return (record.created_at, record.id)
-
-
 def _copy_record(record: Record) -> Record:
     return dataclasses.replace(record, data=copy.deepcopy(record.data))
-
-
-def _id_page(ids: Iterable[str], after: str | None, limit: int | None) -> list[str]:
-    """``ids`` sorted, those after ``after``, at most ``limit`` of them."""
-    page = sorted(i for i in ids if after is None or i > after)
-    return page if limit is None else page[:limit]

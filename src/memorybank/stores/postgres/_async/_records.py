@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memorybank.stores.contract._async.store import Record, Visibility
-from memorybank.stores.contract.types import visible
+from memorybank.stores.contract.pages import pick_records
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.statements import R_READ, keyed, record_at, scope_filter
 from memorybank.stores.sql.common import RECORD_COLUMNS, dump, row_to_record
@@ -67,11 +67,7 @@ class RecordsMixin(PostgresBase):
         params = {"ids": ids, "tenant": tenant, "kind": kind}
         rows = await self._fetch(self._sql.record_get_many, params, retry=True)
         found = {row[1]: row_to_record(row) for row in rows}
-        return {
-            i: r
-            for i in ids
-            if (r := found.get(i)) is not None and visible(visible_to, r.agent_id, r.user_id)
-        }
+        return pick_records(ids, found.get, visible_to)
 
     async def record_list_keys_linked(
         self,

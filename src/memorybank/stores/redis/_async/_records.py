@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, Visibility
-from memorybank.stores.contract.pages import select_records
-from memorybank.stores.contract.types import visible
+from memorybank.stores.contract.pages import page_records, pick_records, select_records
 from memorybank.stores.redis._async._scope import RedisScope
 from memorybank.stores.redis.codec import (
     CHUNK,
@@ -119,10 +118,9 @@ class RedisRecords(RedisScope):
                 for start in range(0, len(ids), CHUNK):
                     pipe.hmget(key, ids[start : start + CHUNK])
                 replies = await pipe.execute()
-        texts = [text for reply in replies for text in reply]
-        pairs = [(rid, text) for rid, text in zip(ids, texts, strict=True) if text is not None]
-        found = [decode_record(kind, rid, json.loads(text)) for rid, text in pairs]
-        return {r.id: r for r in found if visible(visible_to, r.agent_id, r.user_id)}
+        texts = zip(ids, (text for reply in replies for text in reply), strict=True)
+        found = {i: decode_record(kind, i, json.loads(t)) for i, t in texts if t is not None}
+        return pick_records(ids, found.get, visible_to)
 
     async def record_list_keys(
         self,
@@ -164,5 +162,4 @@ class RedisRecords(RedisScope):
         )
         pairs = zip(out[::2], out[1::2], strict=True)
         records = (decode_record(kind, as_str(rid), json.loads(text)) for rid, text in pairs)
-        found = select_records(records, visible_to=visible_to)
-        return [r for r in found if after is None or (r.created_at, r.id) > after][:limit]
+        return page_records(records, limit=limit, after=after, visible_to=visible_to)
