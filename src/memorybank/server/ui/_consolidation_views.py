@@ -77,4 +77,4 @@ def register(r: Pages) -> None:
     async def undo(viewer: Viewer) -> Response:
         _, run_id = await checked(viewer, "undone")
         await viewer.memory.consolidation.undo(run_id)
-        return go(link(viewer, "/consolidation/run", id=run_id))
+        return go(viewer, "/consolidation/run", id=run_id)

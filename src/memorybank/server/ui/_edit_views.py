@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fastapi.responses import Response
 
-from memorybank.server.ui._page import Pages, Viewer, checked, go, link, one, show
+from memorybank.server.ui._page import Pages, Viewer, checked, go, one, show
 
 __all__ = ["register"]
 
@@ -34,7 +34,7 @@ def register(r: Pages) -> None:
     async def fact_edit(viewer: Viewer) -> Response:
         form, fact_id = await checked(viewer)
         await viewer.memory.facts.supersede(fact_id, form.get("content", ""))
-        return go(link(viewer, "/fact", id=fact_id, saved="1"))
+        return go(viewer, "/fact", id=fact_id, saved="1")
 
     @r.page("/entity/edit")
     async def entity_form(viewer: Viewer, id: str = "") -> Response:
@@ -50,4 +50,4 @@ def register(r: Pages) -> None:
             aliases=_lines(form.get("aliases", "")),
             observations=_lines(form.get("observations", "")),
         )
-        return go(link(viewer, "/graph", entity=entity_id, saved="1"))
+        return go(viewer, "/graph", entity=entity_id, saved="1")

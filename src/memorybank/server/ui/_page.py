@@ -106,9 +106,9 @@ def _request(at: Request | Viewer) -> Request:
     return at.request if isinstance(at, Viewer) else at
 
 
-def go(location: str) -> RedirectResponse:
-    """See other: where a form's ``POST`` leads."""
-    return RedirectResponse(location, status_code=303)
+def go(at: Request | Viewer, path: str, **query: str) -> RedirectResponse:
+    """See other (``link(at, path, **query)``): where a form's ``POST`` leads."""
+    return RedirectResponse(link(at, path, **query), status_code=303)
 
 
 def show(
@@ -136,7 +136,7 @@ def show(
 
 def _to_login(request: Request, *, expired: bool = False) -> Response:
     here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    response = go(link(request, "/login", next=here, **({"expired": "1"} if expired else {})))
+    response = go(request, "/login", next=here, **({"expired": "1"} if expired else {}))
     if expired:
         clear_session(response, request, root(request))
     return response
@@ -316,11 +316,12 @@ def confirm(viewer: Viewer, title: str, target: str, field: str = "id", **page: 
 
 
 def _safe_next(request: Request, target: str) -> str:
-    """Where to go after login: only a page of the inspector (no open redirect)."""
+    """Where to go after login, under the inspector's root: only one of its pages (no open
+    redirect)."""
     home = root(request)
     if target.startswith(home + "/") and "//" not in target and "\\" not in target:
-        return target
-    return f"{home}/threads"
+        return target.removeprefix(home)
+    return "/threads"
 
 
 def _login_page(
@@ -343,7 +344,7 @@ def register(r: Pages) -> None:
     @r.get("")
     @r.get("/")
     async def home(request: Request) -> Response:
-        return go(link(request, "/threads"))
+        return go(request, "/threads")
 
     # -- session ---------------------------------------------------------------
 
@@ -373,7 +374,7 @@ def register(r: Pages) -> None:
             return again("This key is not valid (unknown or revoked).", 401)
         except InvalidInput as exc:
             return again(f"{exc} (field: {exc.field})", 422)
-        response = go(_safe_next(request, target))
+        response = go(request, _safe_next(request, target))
         home = root(request)
         set_cookie(response, request, home, KEY_COOKIE, key)
         for name, value in ((USER_COOKIE, user), (TENANT_COOKIE, tenant)):
@@ -391,6 +392,6 @@ def register(r: Pages) -> None:
         if not check_csrf(request, form):
             body = "The form expired or came from another page; you are still logged in."
             return show(request, "message.html", "Not logged out", status_code=403, body=body)
-        response = go(link(request, "/login"))
+        response = go(request, "/login")
         clear_session(response, request, root(request))
         return response

@@ -271,14 +271,8 @@ def register(r: Pages) -> None:
         found = await viewer.memory.threads.require(thread_id)
         who = agent or found.agent_id or ""
         chosen = cast("Strategy", strategy if strategy in _STRATEGIES else "recent")
-        refused = [
-            message
-            for message in (
-                _budget_field("max_tokens", max_tokens, 1),
-                _budget_field("reserve_tokens", reserve_tokens, 0),
-            )
-            if message
-        ]
+        typed = (("max_tokens", max_tokens, 1), ("reserve_tokens", reserve_tokens, 0))
+        refused = [message for message in (_budget_field(*t) for t in typed) if message]
         reserve = number(reserve_tokens, 0, 0, _MAX_TOKENS) if reserve_tokens.strip() else None
         options = ContextOptions(
             max_tokens=number(max_tokens, 4000, 1, _MAX_TOKENS),
@@ -374,7 +368,7 @@ def register(r: Pages) -> None:
     async def delete(viewer: Viewer) -> Response:
         _, thread_id = await checked(viewer, "deleted")
         deleted(await viewer.memory.threads.delete(thread_id), f"thread {thread_id!r}")
-        return go(link(viewer, "/threads", deleted=thread_id))
+        return go(viewer, "/threads", deleted=thread_id)
 
     # -- long-term memory --------------------------------------------------------
 
