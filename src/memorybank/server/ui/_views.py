@@ -10,8 +10,9 @@ token and the target's id typed again.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from fastapi.responses import Response
 
@@ -154,17 +155,15 @@ async def _list_threads(
     user: str | Unset,
     agent: str | Unset,
     status: str | None,
-    page: int,
+    limit: int,
 ) -> list[Thread]:
-    """The threads (newest first) matching the filters, enough to cut page ``page`` from.
+    """The first ``limit`` threads (newest first) matching the filters, or all there are.
 
-    The store pages threads by ``limit`` only, so a page is cut from the first
-    ``page * PAGE_SIZE + 1`` matches; with a text search the scan widens until
+    The store pages threads by ``limit`` only; with a text search the scan widens until
     that many matched or the tenant has no more threads.
     """
     needle = q.casefold()
-    want = page * PAGE_SIZE + 1
-    limit = want
+    want = limit
     while True:
         rows = await memory.threads.list(user_id=user, agent_id=agent, status=status, limit=limit)
         matched = (
@@ -179,7 +178,7 @@ async def _list_threads(
 
 
 def register(r: Pages) -> None:
-    """Add the session and thread pages to the inspector's router ``r``."""
+    """Add the pages of this module to the inspector's router ``r``."""
 
     # -- threads -----------------------------------------------------------------
 
@@ -193,28 +192,18 @@ def register(r: Pages) -> None:
         page: str = "",
         deleted: str = "",
     ) -> Response:
-        n = number(page, 1, 1, MAX_PAGE)
-        matched = await _list_threads(
+        rows = functools.partial(
+            _list_threads,
             viewer.memory,
             q=q.strip(),
             user=viewer.user_filter(user),
             agent=agent or UNSET,
             status=status if status in ("active", "archived") else None,
-            page=n,
         )
-        rows, pages = paged(viewer, matched, n)
-        return show(
-            viewer,
-            "threads.html",
-            "Threads",
-            threads=rows,
-            q=q,
-            user=user,
-            agent=agent,
-            status=status,
-            pager=pages,
-            notice=f"Thread {deleted} was deleted." if deleted else None,
-        )
+        notice = f"Thread {deleted} was deleted." if deleted else None
+        filters: dict[str, Any] = {"q": q, "user": user, "agent": agent, "status": status}
+        title, template = "Threads", "threads.html"
+        return await listing(viewer, title, template, page, rows, notice=notice, **filters)
 
     @r.page("/thread")
     async def thread(viewer: Viewer, id: str = "", branch: str = "", page: str = "") -> Response:
