@@ -186,9 +186,9 @@ def _error_page(at: Request | Viewer, error: MemoryBankError) -> Response:
 
 
 def _viewed(route: Route) -> Route:
-    """``route(viewer, **query)`` as FastAPI calls it, ``route(request, **query)``:
-    authenticate, run it, and turn a library error into an HTML error page (a ``Refused``
-    write into the refusal page)."""
+    """The page ``route(viewer, **query)`` as an endpoint ``(request, **query)``: it
+    authenticates, runs ``route``, and turns a library error into an HTML error page (a
+    ``Refused`` write into the refusal page)."""
     signature = inspect.signature(route)
 
     @functools.wraps(route)
