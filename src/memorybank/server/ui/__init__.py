@@ -31,9 +31,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from memorybank.server.ui import _consolidation_views, _edit_views, _state_views
+from memorybank.server.ui import _consolidation_views, _edit_views, _page, _state_views, _views
+from memorybank.server.ui._page import PREFIX, Pages
 from memorybank.server.ui._render import static_file
-from memorybank.server.ui._views import PREFIX, build_router
 
 __all__ = ["PREFIX", "router"]
 
@@ -41,10 +41,9 @@ __all__ = ["PREFIX", "router"]
 def router() -> APIRouter:
     """The inspector's routes, under ``/ui`` (``PREFIX``), and ``/favicon.ico``;
     excluded from the OpenAPI schema."""
-    pages = build_router()
-    _state_views.register(pages)
-    _edit_views.register(pages)
-    _consolidation_views.register(pages)
+    pages = Pages(prefix=PREFIX, include_in_schema=False)
+    for module in (_page, _views, _state_views, _edit_views, _consolidation_views):
+        module.register(pages)
     outer = APIRouter(include_in_schema=False)
 
     @outer.get("/favicon.ico")

@@ -10,22 +10,18 @@ ones; the feedback records are read with the handle's own scope.
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
-from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from memorybank.server.ui._render import render
-from memorybank.server.ui._views import (
+from memorybank.server.ui._page import (
+    Pages,
     Viewer,
-    _checked,
-    _context,
-    _int,
-    _listing,
-    _redirect,
-    _required,
-    _root,
-    viewed,
+    checked,
+    confirm,
+    go,
+    link,
+    listing,
+    required,
+    show,
 )
 
 __all__ = ["register"]
@@ -33,35 +29,36 @@ __all__ = ["register"]
 _MAX_PAGE = 1_000
 
 
-def register(r: APIRouter) -> None:
+def register(r: Pages) -> None:
     """Add the pages of this module to the inspector's router ``r``."""
 
-    @r.get("/consolidation")
-    @viewed
-    async def runs(request: Request, viewer: Viewer, page: str = "", undone: str = "") -> Response:
-        number = _int(page, 1, 1, _MAX_PAGE)
-        rows = await viewer.memory.consolidation.runs()
+    @r.page("/consolidation")
+    async def runs(viewer: Viewer, page: str = "", undone: str = "") -> Response:
+        every = viewer.memory.consolidation.runs
         notice = f"Run {undone} was undone." if undone else None
         title, template = "Consolidation runs", "consolidation_runs.html"
-        return _listing(request, viewer, title, template, rows, number, notice=notice)
+        return await listing(
+            viewer,
+            title,
+            template,
+            page,
+            lambda **_: every(),
+            deepest=_MAX_PAGE,
+            notice=notice,
+        )
 
-    @r.get("/consolidation/run")
-    @viewed
-    async def run(request: Request, viewer: Viewer, id: str = "") -> Response:
-        report = await viewer.memory.consolidation.report(_required(id))
-        ctx = _context(request, viewer, "Consolidation run", report=report)
-        return render("consolidation_run.html", **ctx)
+    @r.page("/consolidation/run")
+    async def run(viewer: Viewer, id: str = "") -> Response:
+        report = await viewer.memory.consolidation.report(required(id))
+        return show(viewer, "consolidation_run.html", "Consolidation run", report=report)
 
-    @r.get("/consolidation/undo")
-    @viewed
-    async def undo_confirm(request: Request, viewer: Viewer, id: str = "") -> Response:
-        report = await viewer.memory.consolidation.report(_required(id))
-        root = _root(request)
-        target = quote(report.run_id, safe="")
-        ctx = _context(
-            request,
+    @r.page("/consolidation/undo")
+    async def undo_confirm(viewer: Viewer, id: str = "") -> Response:
+        report = await viewer.memory.consolidation.report(required(id))
+        return confirm(
             viewer,
             "Undo consolidation run",
+            report.run_id,
             warning="This puts every fact and graph entity the run changed back as it "
             "was before it. It is refused if one of them changed since.",
             details=[
@@ -71,18 +68,13 @@ def register(r: APIRouter) -> None:
                 ("Facts superseded", str(report.superseded)),
                 ("Entities merged", str(report.entities_merged)),
             ],
-            action=f"{root}/consolidation/undo",
-            hidden=[("id", report.run_id)],
-            expected=report.run_id,
+            action=link(viewer, "/consolidation/undo"),
             button="Undo run",
-            cancel=f"{root}/consolidation/run?id={target}",
+            cancel=link(viewer, "/consolidation/run", id=report.run_id),
         )
-        return render("confirm.html", **ctx)
 
-    @r.post("/consolidation/undo")
-    @viewed
-    async def undo(request: Request, viewer: Viewer) -> Response:
-        _, run_id = await _checked(request, "undone")
+    @r.form("/consolidation/undo")
+    async def undo(viewer: Viewer) -> Response:
+        _, run_id = await checked(viewer, "undone")
         await viewer.memory.consolidation.undo(run_id)
-        target = quote(run_id, safe="")
-        return _redirect(f"{_root(request)}/consolidation/run?id={target}")
+        return go(viewer, "/consolidation/run", id=run_id)

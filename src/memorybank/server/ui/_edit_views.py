@@ -10,22 +10,9 @@ scope rules apply as they do to any caller (a bad value is its
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
-from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from memorybank.server.routes import found
-from memorybank.server.ui._render import render
-from memorybank.server.ui._views import (
-    Viewer,
-    _checked,
-    _context,
-    _redirect,
-    _required,
-    _root,
-    viewed,
-)
+from memorybank.server.ui._page import Pages, Viewer, checked, go, one, show
 
 __all__ = ["register"]
 
@@ -35,41 +22,32 @@ def _lines(text: str) -> list[str]:
     return [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
 
 
-def register(r: APIRouter) -> None:
+def register(r: Pages) -> None:
     """Add the pages of this module to the inspector's router ``r``."""
 
-    @r.get("/fact/edit")
-    @viewed
-    async def fact_form(request: Request, viewer: Viewer, id: str = "") -> Response:
-        fact_id = _required(id)
-        fact = found(await viewer.memory.facts.get(fact_id), f"fact {fact_id!r}")
-        ctx = _context(request, viewer, "Edit fact", fact=fact)
-        return render("fact_edit.html", **ctx)
+    @r.page("/fact/edit")
+    async def fact_form(viewer: Viewer, id: str = "") -> Response:
+        fact = await one("fact", id, viewer.memory.facts.get)
+        return show(viewer, "fact_edit.html", "Edit fact", fact=fact)
 
-    @r.post("/fact/edit")
-    @viewed
-    async def fact_edit(request: Request, viewer: Viewer) -> Response:
-        form, fact_id = await _checked(request)
+    @r.form("/fact/edit")
+    async def fact_edit(viewer: Viewer) -> Response:
+        form, fact_id = await checked(viewer)
         await viewer.memory.facts.supersede(fact_id, form.get("content", ""))
-        return _redirect(f"{_root(request)}/fact?id={quote(fact_id, safe='')}&saved=1")
+        return go(viewer, "/fact", id=fact_id, saved="1")
 
-    @r.get("/entity/edit")
-    @viewed
-    async def entity_form(request: Request, viewer: Viewer, id: str = "") -> Response:
-        entity_id = _required(id)
-        entity = found(await viewer.memory.graph.get_entity(entity_id), f"entity {entity_id!r}")
-        ctx = _context(request, viewer, "Edit entity", entity=entity)
-        return render("entity_edit.html", **ctx)
+    @r.page("/entity/edit")
+    async def entity_form(viewer: Viewer, id: str = "") -> Response:
+        entity = await one("entity", id, viewer.memory.graph.get_entity)
+        return show(viewer, "entity_edit.html", "Edit entity", entity=entity)
 
-    @r.post("/entity/edit")
-    @viewed
-    async def entity_edit(request: Request, viewer: Viewer) -> Response:
-        form, entity_id = await _checked(request)
+    @r.form("/entity/edit")
+    async def entity_edit(viewer: Viewer) -> Response:
+        form, entity_id = await checked(viewer)
         await viewer.memory.graph.update_entity(
             entity_id,
             name=form.get("name", ""),
             aliases=_lines(form.get("aliases", "")),
             observations=_lines(form.get("observations", "")),
         )
-        target = quote(entity_id, safe="")
-        return _redirect(f"{_root(request)}/graph?entity={target}&saved=1")
+        return go(viewer, "/graph", entity=entity_id, saved="1")

@@ -409,7 +409,7 @@ def draw(subgraph: Subgraph, centre: str) -> Drawing:
         if placed[2] or attempt == 7:
             break
     nodes_at, routed, _ = placed
-    return _frame(subgraph, hops, nodes_at, routed, names)
+    return _frame(subgraph, hops, nodes_at, list(zip(relations, routed, strict=True)), names)
 
 
 Routed = tuple[list[Point], Point, Box]
@@ -452,13 +452,13 @@ def _frame(
     subgraph: Subgraph,
     hops: dict[str, int],
     at: dict[str, Point],
-    routed: list[Routed],
+    routed: list[tuple[Relation, Routed]],
     names: dict[str, str],
 ) -> Drawing:
     """Move the layout into a view box (at least ``WIDTH`` x ``HEIGHT``, 3:2) and round."""
     boxes = [_node_box(x, y, _radius(hops[e]), names[e]) for e, (x, y) in at.items()]
-    boxes += [label for _, _, label in routed]
-    boxes += [(x, y, x, y) for points, _, _ in routed for x, y in points]
+    boxes += [label for _, (_, _, label) in routed]
+    boxes += [(x, y, x, y) for _, (points, _, _) in routed for x, y in points]
     left = min((b[0] for b in boxes), default=0.0)
     top = min((b[1] for b in boxes), default=0.0)
     right = max((b[2] for b in boxes), default=0.0)
@@ -494,7 +494,7 @@ def _frame(
             )
         )
     edges = []
-    for r, (points, (lx, ly), _) in zip(_relations(subgraph, at), routed, strict=True):
+    for r, (points, (lx, ly), _) in routed:
         (x1, y1), (x2, y2) = points[0], points[-1]
         edges.append(
             DrawnEdge(
@@ -512,7 +512,3 @@ def _frame(
             )
         )
     return Drawing(nodes=nodes, edges=edges, width=math.ceil(width), height=math.ceil(height))
-
-
-def _relations(subgraph: Subgraph, at: dict[str, Point]) -> list[Relation]:
-    return [r for r in subgraph.relations if r.source_id in at and r.target_id in at]
