@@ -624,10 +624,7 @@ class SearchMixin(SQLiteStoreBase):
         prepared = unit_query(vector, kinds, k, thread_id)
         if prepared is None:
             return []
-        query, wanted = prepared
-        dim = int(query.shape[0])
-
-        fetch = 2 * k + 10
+        query, wanted, dim, fetch = prepared
 
         def op(conn: sqlite3.Connection) -> list[SearchHit]:
             hits: list[SearchHit] = []
