@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from memorybank.records import Entry, Thread
+    from memorybank.stores.contract._sync.search_store import Windows, WindowsFound
     from memorybank.stores.vectors.exact import Checked, Shortlist, VectorScope
 else:  # NumPy loads with the first vector read, not with the store
     from memorybank.runtime.np import np
@@ -702,21 +703,16 @@ class VectorsMixin(PostgresBase):
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
         return {tid: found[tid] for tid in thread_ids if tid in found}, entries, vectors
 
-    def search_windows(
-        self,
-        tenant: str,
-        windows: Sequence[tuple[str, int, int]],
-        *,
-        model_id: str | None = None,
-        known: Collection[str] = (),
-    ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
+    def _search_windows(
+        self, tenant: str, windows: Windows, model: str | None, known: Collection[str], rows: bool
+    ) -> WindowsFound:
         """The windows (``entry_windows_query``) and their entries' vectors but those of
         ``known`` in one statement (``AsyncStore.search_windows``; the vectors as
-        ``search_entries`` reads them)."""
+        ``search_entries`` reads them); whole entries, ``rows`` or not."""
         if not windows:
             return [], {}
         self._ensure_ready()
-        vector, args = self._vector_read(self._read_vectors(model_id))
+        vector, args = self._vector_read(self._read_vectors(model))
         if args:
             vector = f"CASE WHEN e.id = ANY(%s::text[]) THEN NULL ELSE {vector} END"
             args = [list(known), *args]
