@@ -159,7 +159,7 @@ Shortlist: TypeAlias = Mapping[str, Sequence[tuple[str, str | None]]]
 Checked: TypeAlias = tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class VectorScope:
     """Whose stored vectors a read behind a vector search sees (``VectorSource``):
     ``tenant``'s of ``model_id``, in ``thread_id`` (``None``: every thread) and those
@@ -171,12 +171,12 @@ class VectorScope:
     visible_to: Visibility | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class VectorQuery(VectorScope):
     """One vector search in its ``VectorScope``: ``AsyncStore.vector_search``'s
     arguments, passed whole to the reads behind it."""
 
-    vector: Sequence[float]
+    vector: Sequence[float] = field(repr=False)
     kinds: Sequence[str]
     k: int
 
