@@ -21,6 +21,7 @@ from memorybank.records import Thread
 from memorybank.stores.contract import Capability
 from memorybank.stores.contract._sync.store import Store, VectorItem, Visibility
 from memorybank.stores.contract.types import Record
+from memorybank.stores.vectors.exact import VectorScope
 from tests.reliability._harness import provide
 
 MODEL = "test:m"
@@ -129,7 +130,7 @@ def test_vectors_of_another_size_and_unusual_ids_are_read_right(
     assert [(h.id, h.thread_id) for h in hits] == [("e-ñ", "thread-é")]
     slot = b.__dict__["_cached_vectors"]._cached("t", MODEL, "document")
     assert slot is not None and slot.dim == 16 and slot.n == len(ids)  # no 8-d row mixed in
-    stamps, _ = b._vc_check("t", MODEL, ["document"], {}, 16, None, None)  # type: ignore[attr-defined]
+    stamps, _ = b._vc_check(VectorScope("t", MODEL), ["document"], {}, 16)  # type: ignore[attr-defined]
     assert slot.current(16, stamps["document"])  # the 8-d row counted as read
     assert _docs(b, _vec(7, dim=8), k=5) == ["small"]  # an 8-d query: the 8-d rows
 

@@ -28,6 +28,7 @@ from memorybank.memory._async.memory import AsyncMemory
 from memorybank.stores.contract._async.store import UNSET, VectorItem, Visibility
 from memorybank.stores.contract.types import Record
 from memorybank.stores.postgres._async import AsyncPostgresStore
+from memorybank.stores.vectors.exact import VectorScope
 from tests.stores import _postgres
 from tests.stores.test_contract_postgres import URL
 
@@ -335,13 +336,13 @@ async def test_records_by_ids_descend_the_primary_key_on_a_never_analyzed_table(
         assert (await store.record_get("acme", "document", wanted[-1])) is not None
         scope = Visibility("agent", "u1")
         _, confirmed = await store._vc_check(
-            "acme", "m3", [], {"document": [(i, None) for i in wanted]}, 3, None, scope
+            VectorScope("acme", "m3", None, scope), [], {"document": [(i, None) for i in wanted]}, 3
         )
         assert confirmed == {("document", i) for i in wanted}
         _never_analyzed(prefix, "records")
         captured = _capture(store)
         await store._vc_check(
-            "acme", "m3", [], {"document": [(i, None) for i in wanted]}, 3, None, scope
+            VectorScope("acme", "m3", None, scope), [], {"document": [(i, None) for i in wanted]}, 3
         )
         check, params = captured[-1]
         one = {"tenant": ("text", "acme"), "kind": ("text", "document")}

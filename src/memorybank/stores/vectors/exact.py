@@ -34,9 +34,9 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,8 +52,13 @@ from memorybank.stores.vectors.groups import Blocks, RowGroups
 __all__ = [
     "ANN_THRESHOLD",
     "CachedRows",
+    "Checked",
     "ScopedRows",
+    "Shortlist",
+    "UnitQuery",
     "VectorCache",
+    "VectorQuery",
+    "VectorScope",
     "VectorSlot",
     "exact_hits",
     "top_k",
@@ -146,17 +151,59 @@ def exact_hits(query: Sequence[float], rows: Sequence[Sequence[Any]], k: int) ->
     return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
 
 
+#: Per kind, the ``(id, thread)`` of shortlisted rows whose scope a store confirms.
+Shortlist: TypeAlias = Mapping[str, Sequence[tuple[str, str | None]]]
+
+#: A store's confirmation (``VectorSource._vc_check``): ``kind -> (version,
+#: generation)``, and the confirmed ``(kind, id)``.
+Checked: TypeAlias = tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]
+
+
+@dataclass(slots=True)
+class VectorScope:
+    """Whose stored vectors a read behind a vector search sees (``VectorSource``):
+    ``tenant``'s of ``model_id``, in ``thread_id`` (``None``: every thread) and those
+    ``visible_to`` may see (``None``: every one)."""
+
+    tenant: str
+    model_id: str
+    thread_id: str | None = None
+    visible_to: Visibility | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class VectorQuery(VectorScope):
+    """One vector search in its ``VectorScope``: ``AsyncStore.vector_search``'s
+    arguments, passed whole to the reads behind it."""
+
+    vector: Sequence[float] = field(repr=False)
+    kinds: Sequence[str]
+    k: int
+
+
+class UnitQuery(NamedTuple):
+    """A search's unit query vector, the kinds to search (``searched_kinds``), its
+    dimension, and how many cached rows it ranks per kind before the store confirms
+    their scope (``fetch``: twice ``k`` and ten; those past the ``k`` best stand in for
+    the ones the store does not confirm)."""
+
+    unit: NDArray[np.float32]
+    kinds: list[str]
+    dim: int
+    fetch: int
+
+
 def unit_query(
     vector: Sequence[float], kinds: Sequence[str], k: int, thread_id: str | None
-) -> tuple[NDArray[np.float32], list[str]] | None:
-    """The unit query vector and the kinds to search (``searched_kinds``), or ``None``
-    when nothing can match (``k <= 0``, a zero vector, no kind left)."""
+) -> UnitQuery | None:
+    """The search's ``UnitQuery``, or ``None`` when nothing can match (``k <= 0``, a
+    zero vector, no kind left)."""
     query = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(query))
     wanted = searched_kinds(kinds, thread_id)
     if k <= 0 or norm == 0 or not wanted:
         return None
-    return query / norm, wanted
+    return UnitQuery(query / norm, wanted, int(query.shape[0]), 2 * k + 10)
 
 
 def _best(scores: NDArray[np.float32], count: int) -> NDArray[np.intp]:

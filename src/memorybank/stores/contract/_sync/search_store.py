@@ -21,7 +21,7 @@ import dataclasses
 import math
 from collections.abc import Iterator, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from memorybank.errors import NotFound
 from memorybank.rules.ids import compound_id
@@ -35,6 +35,13 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from memorybank.records import Entry, Thread
+
+    #: ``(thread id, first, last)`` positions (``entry_windows``).
+    Windows: TypeAlias = Sequence[tuple[str, int, int]]
+    #: The windows' entries, and the vectors read with them (``search_window_rows``).
+    WindowsFound: TypeAlias = tuple[
+        Sequence[Sequence[Entry | EntryRow]], dict[str, NDArray[np.float32]]
+    ]
 else:  # NumPy loads with the first vector read, not with the store
     from memorybank.runtime.np import np
 
@@ -302,9 +309,9 @@ class SearchStore(BatchReads):
         *,
         model_id: str | None = None,
         known: Collection[str] = (),
-    ) -> tuple[Sequence[Sequence[Entry | EntryRow]], dict[str, NDArray[np.float32]]]:
+    ) -> WindowsFound:
         """``search_windows`` for ranking, its entries as ``search_entry_rows``'s."""
-        return self.search_windows(tenant, windows, model_id=model_id, known=known)
+        return self._search_windows(tenant, windows, model_id, known, True)
 
     def search_windows(
         self,
@@ -317,14 +324,26 @@ class SearchStore(BatchReads):
         """``entry_windows(tenant, windows)`` and, in the same call, the vectors of
         ``model_id`` (``vector_get_arrays``) of the entries they hold but ``known`` (ids
         whose vectors the caller has read already; none when ``model_id`` is ``None``).
+        Search reads the neighbours of its best hits with it."""
+        found, vectors = self._search_windows(tenant, windows, model_id, known, False)
+        return cast("list[list[Entry]]", found), vectors
 
-        Search reads the neighbours of its best hits with it. This default makes the
-        two reads; a store overrides it with one and returns exactly the windows they
-        return, and of the vectors those it reads in that call (``search_entries``)."""
+    def _search_windows(
+        self, tenant: str, windows: Windows, model: str | None, known: Collection[str], rows: bool
+    ) -> WindowsFound:
+        """``search_windows`` (``rows``: ``search_window_rows``, whose entries may be
+        ``EntryRow``s; else each one an ``Entry``).
+
+        This default makes the two reads; a store overrides it with one and returns
+        exactly the windows they return, and of the vectors those it reads in that
+        call (``search_entries``). A store overriding ``search_windows`` instead has
+        ``search_window_rows`` read with it."""
+        if rows:
+            return self.search_windows(tenant, windows, model_id=model, known=known)
         found = self.entry_windows(tenant, windows) if windows else []
         vectors: dict[str, NDArray[np.float32]] = {}
-        if model_id is not None:
+        if model is not None:
             ids = list(dict.fromkeys(e.id for window in found for e in window if e.id not in known))
             if ids:
-                vectors = self.vector_get_arrays(tenant, "entry", ids, model_id=model_id)
+                vectors = self.vector_get_arrays(tenant, "entry", ids, model_id=model)
         return found, vectors

@@ -44,13 +44,15 @@ from memorybank.stores.sql.common import (
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.statements import entry_pairs_query, entry_windows_query
 from memorybank.stores.vectors._async.cache import BlockRows
-from memorybank.stores.vectors.exact import CachedRows, exact_hits
+from memorybank.stores.vectors.exact import CachedRows, VectorQuery, exact_hits
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
     from memorybank.records import Entry, Thread
+    from memorybank.stores.contract._async.search_store import Windows, WindowsFound
+    from memorybank.stores.vectors.exact import Checked, Shortlist, VectorScope
 else:  # NumPy loads with the first vector read, not with the store
     from memorybank.runtime.np import np
 
@@ -140,7 +142,8 @@ class VectorsMixin(PostgresBase):
                 tenant, vector, model_id=model_id, kinds=kinds, k=k, thread_id=thread_id,
                 visible_to=visible_to,
             )  # fmt: skip
-        return await self._vc_exact(tenant, vector, model_id, kinds, k, thread_id, visible_to)
+        q = VectorQuery(tenant, model_id, thread_id, visible_to, vector=vector, kinds=kinds, k=k)
+        return await self._vc_exact(q)
 
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
@@ -204,15 +207,9 @@ class VectorsMixin(PostgresBase):
         raise AssertionError("unreachable")
 
     async def _vc_check(
-        self,
-        tenant: str,
-        model_id: str,
-        kinds: Sequence[str],
-        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
-        dim: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
+        self, scope: VectorScope, kinds: Sequence[str], shortlist: Shortlist, dim: int
+    ) -> Checked:
+        thread_id, visible_to = scope.thread_id, scope.visible_to
         ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
         pairs = [
             (kind, rid)
@@ -221,7 +218,7 @@ class VectorsMixin(PostgresBase):
             for rid in dict.fromkeys(got)
         ]
         p = self.prefix
-        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
+        params: dict[str, Any] = {"tenant": scope.tenant, "model": scope.model_id, "dim": dim}
         # One statement (one snapshot): the counters, then the confirmation of the ids.
         parts: list[str] = []
         if kinds:
@@ -275,19 +272,12 @@ class VectorsMixin(PostgresBase):
                 confirmed.add((str(row[1]), str(row[2])))
         return stamps, confirmed
 
-    async def _vc_exact(
-        self,
-        tenant: str,
-        vector: Sequence[float],
-        model_id: str,
-        kinds: Sequence[str],
-        k: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> list[SearchHit]:
+    async def _vc_exact(self, q: VectorQuery) -> list[SearchHit]:
         """Exact (or HNSW) search in SQL with pgvector; without it, numpy over every row."""
+        tenant, vector, model_id, k = q.tenant, q.vector, q.model_id, q.k
+        thread_id, visible_to = q.thread_id, q.visible_to
         unit = np.frombuffer(unit_vector_bytes(vector), dtype="<f4")  # norm in float64
-        wanted = searched_kinds(kinds, thread_id)
+        wanted = searched_kinds(q.kinds, thread_id)
         record_kinds = [kind for kind in wanted if kind != "entry"]
         want_entries = "entry" in wanted
         if not unit.any() or k <= 0 or not (want_entries or record_kinds):
@@ -712,21 +702,16 @@ class VectorsMixin(PostgresBase):
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
         return {tid: found[tid] for tid in thread_ids if tid in found}, entries, vectors
 
-    async def search_windows(
-        self,
-        tenant: str,
-        windows: Sequence[tuple[str, int, int]],
-        *,
-        model_id: str | None = None,
-        known: Collection[str] = (),
-    ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
+    async def _search_windows(
+        self, tenant: str, windows: Windows, model: str | None, known: Collection[str], rows: bool
+    ) -> WindowsFound:
         """The windows (``entry_windows_query``) and their entries' vectors but those of
         ``known`` in one statement (``AsyncStore.search_windows``; the vectors as
-        ``search_entries`` reads them)."""
+        ``search_entries`` reads them); whole entries, ``rows`` or not."""
         if not windows:
             return [], {}
         await self._ensure_ready()
-        vector, args = self._vector_read(self._read_vectors(model_id))
+        vector, args = self._vector_read(self._read_vectors(model))
         if args:
             vector = f"CASE WHEN e.id = ANY(%s::text[]) THEN NULL ELSE {vector} END"
             args = [list(known), *args]

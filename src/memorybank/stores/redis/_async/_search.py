@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from memorybank.stores.contract._async.search_store import rank_texts
@@ -15,11 +15,13 @@ from memorybank.stores.redis.codec import CHUNK, as_str, esc, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
 from memorybank.stores.sql.common import unit_vector_bytes, vector_array
-from memorybank.stores.vectors.exact import CachedRows, exact_hits
+from memorybank.stores.vectors.exact import CachedRows, VectorQuery, exact_hits
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
     import numpy as np
     from numpy.typing import NDArray
+
+    from memorybank.stores.vectors.exact import Checked, Shortlist, VectorScope
 
 #: An owned vector read: kind, thread (None: a record), id, owner (None: gone), agent, user,
 #: vector bytes (None: none).
@@ -234,15 +236,9 @@ class RedisSearch(RedisScope):
         return replies[: len(stamps)], owned
 
     async def _vc_check(
-        self,
-        tenant: str,
-        model_id: str,
-        kinds: Sequence[str],
-        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
-        dim: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
+        self, scope: VectorScope, kinds: Sequence[str], shortlist: Shortlist, dim: int
+    ) -> Checked:
+        thread_id = scope.thread_id
         reads: list[tuple[str, str | None, list[str]]] = []  # kind, thread, ids
         for kind, pairs in shortlist.items():
             if kind == "entry":
@@ -255,33 +251,23 @@ class RedisSearch(RedisScope):
                 reads.append((kind, None, [rid for rid, _ in pairs]))
         if not reads and not kinds:
             return {}, set()
-        counters, owned = await self._owned_vectors(tenant, model_id, reads, kinds)
+        counters, owned = await self._owned_vectors(scope.tenant, scope.model_id, reads, kinds)
         confirmed = {
             (kind, rid)
             for kind, _, rid, alive, agent, user, blob in owned
             if alive is not None and blob is not None and len(blob) == 4 * dim
-            if visible(visible_to, agent, user)
+            if visible(scope.visible_to, agent, user)
         }
         stamps = {
             kind: (int(v or 0), int(g or 0)) for kind, (v, g) in zip(kinds, counters, strict=True)
         }
         return stamps, confirmed
 
-    async def _vc_exact(
-        self,
-        tenant: str,
-        vector: Sequence[float],
-        model_id: str,
-        kinds: Sequence[str],
-        k: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> list[SearchHit]:
+    async def _vc_exact(self, q: VectorQuery) -> list[SearchHit]:
         """Exact cosine top-k with numpy over the scope's vectors, read from Redis."""
-        found = await self._in_scope(
-            tenant, kinds if k > 0 else (), thread_id, visible_to, model_id
-        )
-        return exact_hits(vector, found, k)  # rows (kind, id, thread, vector, _)
+        kinds = q.kinds if q.k > 0 else ()
+        found = await self._in_scope(q.tenant, kinds, q.thread_id, q.visible_to, q.model_id)
+        return exact_hits(q.vector, found, q.k)  # rows (kind, id, thread, vector, _)
 
     async def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

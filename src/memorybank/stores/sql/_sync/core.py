@@ -39,13 +39,14 @@ from memorybank.stores.sql.common import (
 from memorybank.stores.sql.dialect import Dialect
 from memorybank.stores.sql.events import event_of_row, events_list_query
 from memorybank.stores.sql.program import StepRunner, Program, Statement
-from memorybank.stores.vectors.exact import CachedRows, exact_hits
+from memorybank.stores.vectors.exact import CachedRows, VectorQuery, exact_hits
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     import numpy as np
     from numpy.typing import NDArray
 
     from memorybank.stores.contract.items import NewEntry, Record
+    from memorybank.stores.vectors.exact import Checked, Shortlist, VectorScope
 from memorybank.stores.sql.statements import (
     FORGET_COUNTED,
     RunStatements,
@@ -817,17 +818,11 @@ class SQLCore(KeyReads):
         return found
 
     def _vc_check(
-        self,
-        tenant: str,
-        model_id: str,
-        kinds: Sequence[str],
-        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
-        dim: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
+        self, scope: VectorScope, kinds: Sequence[str], shortlist: Shortlist, dim: int
+    ) -> Checked:
         """The counters of ``kinds`` and the shortlisted ids in scope, in one read."""
         d, m = self.dialect, self.dialect.mark
+        tenant, model_id, thread_id = scope.tenant, scope.model_id, scope.thread_id
         statements: list[Statement] = []
         if kinds:  # the counters first; their rows have 4 columns, the confirmed ones 3
             statements.append(
@@ -841,7 +836,9 @@ class SQLCore(KeyReads):
         ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
         # No thread filter in SQL (checked below): the ids are primary-key lookups.
         wanted = searched_kinds(list(ids), thread_id)
-        statements += self._vector_statements(tenant, model_id, wanted, None, visible_to, "", ids)
+        statements += self._vector_statements(
+            tenant, model_id, wanted, None, scope.visible_to, "", ids
+        )
         stamps: dict[str, tuple[int, int]] = {}
         confirmed: set[tuple[str, str]] = set()
         for row in self._select_many(statements) if statements else []:
@@ -851,25 +848,17 @@ class SQLCore(KeyReads):
                 confirmed.add((str(row[0]), str(row[1])))
         return stamps, confirmed
 
-    def _vc_exact(
-        self,
-        tenant: str,
-        vector: Sequence[float],
-        model_id: str,
-        kinds: Sequence[str],
-        k: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> list[SearchHit]:
+    def _vc_exact(self, q: VectorQuery) -> list[SearchHit]:
         """Exact cosine top ``k`` (numpy) over every scoped vector of ``model_id``."""
         # a user's scope (while the key loads in process: ``_cold``)
-        by_owner = thread_id is None and names_user(visible_to)
+        by_owner = q.thread_id is None and names_user(q.visible_to)
         statements = self._vector_statements(
-            tenant, model_id, kinds, thread_id, visible_to, ", v.vector", by_owner=by_owner
-        )
-        if not statements or k <= 0:
+            q.tenant, q.model_id, q.kinds, q.thread_id, q.visible_to, ", v.vector",
+            by_owner=by_owner,
+        )  # fmt: skip
+        if not statements or q.k <= 0:
             return []
-        return exact_hits(vector, self._select_many(statements), k)
+        return exact_hits(q.vector, self._select_many(statements), q.k)
 
     def _vc_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], model_id: str

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from memorybank.records import Entry, Thread
+    from memorybank.stores.contract._async.search_store import Windows, WindowsFound
     from memorybank.stores.contract.items import VectorItem
 else:  # NumPy loads with the first vector read, not with the store (cold start)
     from memorybank.runtime.np import np
@@ -624,10 +625,7 @@ class SearchMixin(SQLiteStoreBase):
         prepared = unit_query(vector, kinds, k, thread_id)
         if prepared is None:
             return []
-        query, wanted = prepared
-        dim = int(query.shape[0])
-
-        fetch = 2 * k + 10
+        query, wanted, dim, fetch = prepared
 
         def op(conn: sqlite3.Connection) -> list[SearchHit]:
             hits: list[SearchHit] = []
@@ -867,52 +865,27 @@ class SearchMixin(SQLiteStoreBase):
             return {}, {}, {}
         return await self._run_read(op)
 
-    async def search_windows(
-        self,
-        tenant: str,
-        windows: Sequence[tuple[str, int, int]],
-        *,
-        model_id: str | None = None,
-        known: Collection[str] = (),
-    ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
-        """The windows and their entries' vectors in one snapshot of one read connection
-        (``AsyncStore.search_windows``)."""
-        columns = self._entry_reads
-        return await self._search_windows(tenant, windows, model_id, known, columns, row_to_entry)
-
-    async def search_window_rows(
-        self,
-        tenant: str,
-        windows: Sequence[tuple[str, int, int]],
-        *,
-        model_id: str | None = None,
-        known: Collection[str] = (),
-    ) -> tuple[list[list[EntryRow]], dict[str, NDArray[np.float32]]]:
-        """``search_windows`` reading the ``EntryRow`` columns alone
-        (``AsyncStore.search_window_rows``)."""
-        columns, convert = self._entry_row_reads, row_to_entry_row
-        return await self._search_windows(tenant, windows, model_id, known, columns, convert)
-
     async def _search_windows(
-        self,
-        tenant: str,
-        windows: Sequence[tuple[str, int, int]],
-        model_id: str | None,
-        known: Collection[str],
-        columns: str,
-        convert: Callable[[Sequence[Any]], E],
-    ) -> tuple[list[list[E]], dict[str, NDArray[np.float32]]]:
+        self, tenant: str, windows: Windows, model: str | None, known: Collection[str], rows: bool
+    ) -> WindowsFound:
+        """The windows and their entries' vectors in one snapshot of one read connection
+        (``AsyncStore.search_windows``); ``rows``: the ``EntryRow`` columns alone."""
         asked = list(windows)
+        columns = self._entry_row_reads if rows else self._entry_reads
+        convert: Callable[[Sequence[Any]], Entry | EntryRow] = (
+            row_to_entry_row if rows else row_to_entry
+        )
 
-        def op(conn: sqlite3.Connection) -> tuple[list[list[E]], dict[str, NDArray[np.float32]]]:
-            rows = rows_of(conn, self._windows_reads(tenant, asked, columns))
-            found = windows_found(rows, len(asked), convert)
+        def op(conn: sqlite3.Connection) -> WindowsFound:
+            found = windows_found(
+                rows_of(conn, self._windows_reads(tenant, asked, columns)), len(asked), convert
+            )
             vectors: dict[str, NDArray[np.float32]] = {}
-            if model_id is not None:
+            if model is not None:
                 pairs = [(e.thread_id, e.id) for window in found for e in window]
                 unknown = [pair for pair in pairs if pair[1] not in known]
                 if unknown:
-                    vectors = self._entry_vectors(conn, tenant, model_id, unknown)
+                    vectors = self._entry_vectors(conn, tenant, model, unknown)
             return found, vectors
 
         if not asked:

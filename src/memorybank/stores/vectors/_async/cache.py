@@ -60,13 +60,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from memorybank.runtime.concurrency import AsyncBackgroundCall, aoffload, asleep
 from memorybank.runtime.log import logger
 from memorybank.stores.contract.types import SearchHit, Visibility, best_hits, names_user
-from memorybank.stores.vectors.exact import CachedRows, VectorCache, VectorSlot, unit_query
+from memorybank.stores.vectors.exact import (
+    CachedRows,
+    Checked,
+    Shortlist,
+    VectorCache,
+    VectorQuery,
+    VectorScope,
+    VectorSlot,
+    unit_query,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -123,30 +132,14 @@ class VectorSource(Protocol):
         ...
 
     async def _vc_check(
-        self,
-        tenant: str,
-        model_id: str,
-        kinds: Sequence[str],
-        ids: Mapping[str, Sequence[tuple[str, str | None]]],
-        dim: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
+        self, scope: VectorScope, kinds: Sequence[str], ids: Shortlist, dim: int
+    ) -> Checked:
         """In one round trip: ``kind -> (version, generation)`` of ``kinds`` (a kind
-        never written may be absent), and the ``(kind, id)`` of ``ids`` (per kind:
-        (id, thread); none: nothing to confirm) the scoped exact search would consider."""
+        never written may be absent), and the ``(kind, id)`` of ``ids`` (none: nothing
+        to confirm) the exact search in ``scope`` would consider."""
         ...
 
-    async def _vc_exact(
-        self,
-        tenant: str,
-        vector: Sequence[float],
-        model_id: str,
-        kinds: Sequence[str],
-        k: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> list[SearchHit]:
+    async def _vc_exact(self, query: VectorQuery) -> list[SearchHit]:
         """The uncached exact search."""
         ...
 
@@ -400,7 +393,7 @@ class CachedVectors:
         slot = self._cached(tenant, model_id, kind)
         if slot is None:
             return None
-        stamps, _ = await source._vc_check(tenant, model_id, [kind], {}, slot.dim, None, None)
+        stamps, _ = await source._vc_check(VectorScope(tenant, model_id), [kind], {}, slot.dim)
         stamp = stamps.get(kind, (0, 0))
         if not slot.current(slot.dim, stamp):
             slot = await self._current(source, tenant, model_id, kind, slot.dim, stamp)
@@ -415,35 +408,21 @@ class CachedVectors:
             rows = slot.matrix[at]  # one copy: later writes to the slot do not show through
         return dict(zip(held, rows, strict=True))
 
-    async def search(
-        self,
-        source: VectorSource,
-        tenant: str,
-        vector: Sequence[float],
-        *,
-        model_id: str,
-        kinds: Sequence[str],
-        k: int,
-        thread_id: str | None = None,
-        visible_to: Visibility | None = None,
-    ) -> list[SearchHit]:
+    async def search(self, source: VectorSource, q: VectorQuery) -> list[SearchHit]:
         """Cosine top ``k`` over the cached vectors, scope confirmed by the store."""
-
-        prepared = unit_query(vector, kinds, k, thread_id)
+        tenant, model_id, k = q.tenant, q.model_id, q.k
+        thread_id, visible_to = q.thread_id, q.visible_to
+        prepared = unit_query(q.vector, q.kinds, k, thread_id)
         if prepared is None:
             return []
-        query, wanted = prepared
-        dim = int(query.shape[0])
-        fetch = 2 * k + 10
+        query, wanted, dim, fetch = prepared
         cached = {kind: self._cached(tenant, model_id, kind) for kind in wanted}
         slots = {kind: s for kind, s in cached.items() if s is not None and s.dim == dim}
         shortlist, ranked = await self._shortlist(slots, query, fetch, thread_id, visible_to)
         early: list[SearchHit] = []  # hits of kinds searched in the store (``_cold``)
         # the counters and the confirmation of what the cache holds: one round trip
         # (of the best k per kind; the rest of the shortlist only if some of them fail)
-        stamps, confirmed = await source._vc_check(
-            tenant, model_id, wanted, _ids(shortlist, k), dim, thread_id, visible_to
-        )
+        stamps, confirmed = await source._vc_check(q, wanted, _ids(shortlist, k), dim)
         # Read your writes: the counters are read after the rows were ranked, so a write
         # acknowledged before this search is among them when the rows RANKED cover the
         # counters. Not the slot as it is now: while this task awaited the counters,
@@ -466,26 +445,20 @@ class CachedVectors:
                     continue
                 slots[kind] = await self._current(source, tenant, model_id, kind, dim, stamp)
             if cold:
-                early = await source._vc_exact(
-                    tenant, vector, model_id, cold, k, thread_id, visible_to
-                )
+                early = await source._vc_exact(replace(q, kinds=cold))
             # ``_current`` returned each slot current for ``stamps``; a slot only gains
             # rows (or hides deleted ones) after that, so ranking it now is as current
             shortlist, _ = await self._shortlist(slots, query, fetch, thread_id, visible_to)
             if not _ids(shortlist):
                 return best_hits(early, k)
-            _, confirmed = await source._vc_check(
-                tenant, model_id, [], _ids(shortlist, k), dim, thread_id, visible_to
-            )
+            _, confirmed = await source._vc_check(q, [], _ids(shortlist, k), dim)
         rest = {
             kind: best[k:]
             for kind, best in shortlist.items()
             if len(best) > k and any((kind, rid) not in confirmed for rid, _, _ in best[:k])
         }
         if rest:
-            _, more = await source._vc_check(
-                tenant, model_id, [], _ids(rest), dim, thread_id, visible_to
-            )
+            _, more = await source._vc_check(q, [], _ids(rest), dim)
             confirmed |= more
         hits = early
         redo: list[str] = []
@@ -496,7 +469,7 @@ class CachedVectors:
                 continue
             hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in kept[:k]]
         if redo:
-            hits += await source._vc_exact(tenant, vector, model_id, redo, k, thread_id, visible_to)
+            hits += await source._vc_exact(replace(q, kinds=redo))
         return best_hits(hits, k)
 
 

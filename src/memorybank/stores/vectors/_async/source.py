@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from memorybank.stores.contract._async.store import AsyncStore, SearchHit, Visibility
 from memorybank.stores.vectors._async.cache import CachedVectors
+from memorybank.stores.vectors.exact import VectorQuery
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,13 +58,7 @@ class CachedVectorStore(AsyncStore):
         the store."""
         return await self._vector_cache().search(
             self,  # type: ignore[arg-type]  # the store's _vc_* reads (VectorSource)
-            tenant,
-            vector,
-            model_id=model_id,
-            kinds=kinds,
-            k=k,
-            thread_id=thread_id,
-            visible_to=visible_to,
+            VectorQuery(tenant, model_id, thread_id, visible_to, vector=vector, kinds=kinds, k=k),
         )
 
     async def vector_get(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from memorybank.stores.contract._sync.store import Store, SearchHit, Visibility
 from memorybank.stores.vectors._sync.cache import CachedVectors
+from memorybank.stores.vectors.exact import VectorQuery
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,13 +59,7 @@ class CachedVectorStore(Store):
         the store."""
         return self._vector_cache().search(
             self,  # type: ignore[arg-type]  # the store's _vc_* reads (VectorSource)
-            tenant,
-            vector,
-            model_id=model_id,
-            kinds=kinds,
-            k=k,
-            thread_id=thread_id,
-            visible_to=visible_to,
+            VectorQuery(tenant, model_id, thread_id, visible_to, vector=vector, kinds=kinds, k=k),
         )
 
     def vector_get(
