@@ -338,15 +338,24 @@ def _text_pairs(data: _Facts) -> set[tuple[int, int]]:
 
 
 def _vector_pairs(
-    vectors: npt.NDArray[np.float32], threshold: float
+    ordered: Sequence[Fact],
+    vectors: Mapping[str, Sequence[float] | npt.NDArray[np.float32]] | None,
+    threshold: float,
 ) -> dict[tuple[int, int], float]:
-    """Pairs ``(i, j)``, ``i < j``, whose cosine is at least ``threshold``, each fact with
-    at most ``NEIGHBOURS`` nearest others: a block of 512 rows at a time (bounded memory),
-    at most ``NEIGHBOURS`` pairs per fact (bounded time, however alike the facts are)."""
+    """Pairs ``(i, j)`` of ``ordered``, ``i < j``, both with a vector, whose cosine is at
+    least ``threshold``, each fact with at most ``NEIGHBOURS`` nearest others: a block of
+    512 rows at a time (bounded memory), at most ``NEIGHBOURS`` pairs per fact (bounded
+    time, however alike the facts are)."""
+    if not vectors:
+        return {}
+    rows = [i for i, fact in enumerate(ordered) if fact.id in vectors]
+    if not rows:
+        return {}
     import numpy as np
 
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = vectors / np.where(norms == 0, 1.0, norms)
+    matrix = np.asarray([vectors[ordered[i].id] for i in rows], dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit = matrix / np.where(norms == 0, 1.0, norms)
     found: dict[tuple[int, int], float] = {}
     keep = min(NEIGHBOURS + 1, len(unit))
     for start in range(0, len(unit), 512):
@@ -357,7 +366,7 @@ def _vector_pairs(
             for c in row:
                 score = float(block[r, c])
                 if c != i and score >= threshold:
-                    found[(min(i, c), max(i, c))] = score
+                    found[(rows[min(i, c)], rows[max(i, c)])] = score
     return found
 
 
@@ -403,18 +412,8 @@ def plan(
                 ),
             )
 
-    cosines: dict[tuple[int, int], float] = {}
-    has_vector = [False] * len(ordered)
-    if vectors:
-        import numpy as np
-
-        rows = [i for i, fact in enumerate(ordered) if fact.id in vectors]
-        if rows:
-            matrix = np.asarray([vectors[ordered[i].id] for i in rows], dtype=np.float32)
-            for (a, b), score in _vector_pairs(matrix, DUPLICATE_COSINE).items():
-                cosines[(rows[a], rows[b])] = score
-            for i in rows:
-                has_vector[i] = True
+    cosines = _vector_pairs(ordered, vectors, DUPLICATE_COSINE)
+    has_vector = [vectors is not None and fact.id in vectors for fact in ordered]
     candidates = sorted(set(cosines) | _text_pairs(data))
     for i, j in candidates:
         if i in retired or j in retired:
@@ -445,15 +444,7 @@ def undecided(
     ordered = sorted(facts, key=lambda f: (f.created_at, f.id))
     data = _Facts(ordered)
     gone = {c.fact_id for c in changes}
-    cosines: dict[tuple[int, int], float] = {}
-    if vectors:
-        import numpy as np
-
-        rows = [i for i, fact in enumerate(ordered) if fact.id in vectors]
-        if rows:
-            matrix = np.asarray([vectors[ordered[i].id] for i in rows], dtype=np.float32)
-            for (a, b), score in _vector_pairs(matrix, JUDGE_COSINE).items():
-                cosines[(rows[a], rows[b])] = score
+    cosines = _vector_pairs(ordered, vectors, JUDGE_COSINE)
     near: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
     for i, j in set(cosines) | _text_pairs(data):
         if ordered[i].id in gone or ordered[j].id in gone:

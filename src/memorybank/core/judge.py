@@ -17,7 +17,13 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank.errors import ConfigurationError
-from memorybank.runtime.httpclients import HttpClients, OwnsClients, chat_endpoint, chat_request
+from memorybank.runtime.httpclients import (
+    HttpClients,
+    OwnsClients,
+    chat_endpoint,
+    chat_request,
+    import_httpx,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -33,8 +39,6 @@ __all__ = [
     "parse_decisions",
     "schema",
 ]
-
-INSTALL_HINT = "pip install memorybank[openai]"
 
 #: What the judge may say of a candidate.
 RELATIONS = ("duplicate", "contradiction", "neither")
@@ -189,11 +193,7 @@ class LLMJudge(OwnsClients):
         structured_output: bool = True,
         headers: dict[str, str] | None = None,
     ) -> None:
-        try:
-            import httpx
-        except ImportError as exc:  # pragma: no cover - httpx is a dependency
-            raise ConfigurationError(f"LLMJudge needs httpx: `{INSTALL_HINT}`") from exc
-        self._httpx = httpx
+        self._httpx = import_httpx("LLMJudge")
         self._url, self._headers = chat_endpoint("LLMJudge", base_url, model, api_key, headers)
         for name, value, low in (
             ("max_calls", max_calls, 0),
@@ -222,7 +222,7 @@ class LLMJudge(OwnsClients):
         self._timeout = float(timeout)
         self._structured = bool(structured_output)
         self._clients = HttpClients(
-            httpx, owner="LLMJudge", timeout=self._timeout, headers=self._headers
+            self._httpx, owner="LLMJudge", timeout=self._timeout, headers=self._headers
         )
 
     def __repr__(self) -> str:
@@ -252,18 +252,17 @@ class LLMJudge(OwnsClients):
             + "\n\nFor each candidate id, is it a duplicate of the fact, a contradiction"
             " of it, or neither?"
         )
-        body = chat_request(self.model, SYSTEM_PROMPT, prompt)
-        body["max_tokens"] = self.max_tokens
-        if self._structured:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": "memorybank_consolidation",
-                    "strict": True,
-                    "schema": schema([c.id for c in candidates]),
-                },
-            }
-        return body
+        return chat_request(
+            self.model,
+            SYSTEM_PROMPT,
+            prompt,
+            max_tokens=self.max_tokens,
+            schema=(
+                ("memorybank_consolidation", schema([c.id for c in candidates]))
+                if self._structured
+                else None
+            ),
+        )
 
     def _answer(
         self,

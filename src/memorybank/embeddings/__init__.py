@@ -11,9 +11,10 @@ imported when an embedder is created or first used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memorybank.embeddings.base import Embedder, normalize
+from memorybank.runtime.lazy import lazy_names
 
 if TYPE_CHECKING:
     from memorybank.embeddings.local import LocalEmbedder
@@ -36,17 +37,4 @@ _LAZY = {
     "OpenAIEmbedder": "memorybank.embeddings.openai",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

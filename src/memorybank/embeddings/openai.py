@@ -35,14 +35,12 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
-from memorybank.runtime.httpclients import chat_endpoint
+from memorybank.runtime.httpclients import chat_endpoint, import_httpx
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = ["KNOWN_DIMENSIONS", "OpenAIEmbedder"]
-
-INSTALL_HINT = "pip install memorybank[openai]"
 
 #: Native output width of OpenAI's embedding models (used before the first response).
 KNOWN_DIMENSIONS: dict[str, int] = {
@@ -52,14 +50,6 @@ KNOWN_DIMENSIONS: dict[str, int] = {
 }
 _RETRY_STATUS = frozenset({408, 429})
 _MAX_RETRY_AFTER = 60.0
-
-
-def _import_httpx() -> Any:
-    try:
-        import httpx
-    except ImportError as exc:
-        raise ConfigurationError(f"OpenAIEmbedder needs httpx: `{INSTALL_HINT}`") from exc
-    return httpx
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -160,7 +150,7 @@ class OpenAIEmbedder:
         max_backoff: float = 20.0,
         headers: dict[str, str] | None = None,
     ) -> None:
-        self._httpx = _import_httpx()
+        self._httpx = import_httpx("OpenAIEmbedder")
         self._url, self._headers = chat_endpoint(
             "OpenAIEmbedder", base_url, model, api_key, headers, path="/embeddings"
         )

@@ -56,14 +56,20 @@ from memorybank.core.extraction import (
 )
 from memorybank.errors import ConfigurationError, ExtractionError, InvalidInput, StoreUnavailable
 from memorybank.graph.model import ENTITY_TYPES
-from memorybank.runtime.httpclients import HttpClients, OwnsClients, chat_endpoint, chat_request
+from memorybank.runtime.httpclients import (
+    HttpClients,
+    OwnsClients,
+    chat_endpoint,
+    chat_request,
+    import_httpx,
+    model_json,
+)
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = ["SCHEMA", "SYSTEM_PROMPT", "LLMExtractor"]
 
-INSTALL_HINT = "pip install memorybank[openai]"
 #: Longest text sent in one request (characters); longer texts are refused.
 MAX_TEXT_CHARS = 32_000
 
@@ -127,14 +133,6 @@ SCHEMA: dict[str, Any] = _object(
 _RETRY_STATUS = frozenset({408, 409, 429})
 
 
-def _import_httpx() -> Any:
-    try:
-        import httpx
-    except ImportError as exc:
-        raise ConfigurationError(f"LLMExtractor needs httpx: `{INSTALL_HINT}`") from exc
-    return httpx
-
-
 def _retry_after(response: httpx.Response) -> float | None:
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = response.headers.get(name)
@@ -191,12 +189,7 @@ def parse_answer(content: object) -> Extraction:
     ``ExtractionError`` unless it is a JSON object whose four fields (when
     present) are lists; a malformed item becomes one ``finish`` drops.
     """
-    if not isinstance(content, str):
-        raise ExtractionError("the model's answer has no text content")
-    try:
-        answer = json.loads(content)
-    except ValueError as exc:
-        raise ExtractionError(f"the model's answer is not JSON: {content[:120]!r}") from exc
+    answer = model_json(content)
     if not isinstance(answer, dict):
         raise ExtractionError("the model's answer is not a JSON object")
     lists = {f: _items(answer, f) for f in ("entities", "relations", "observations", "facts")}
@@ -292,7 +285,7 @@ class LLMExtractor(OwnsClients):
         max_tokens: int | None = 4096,
         headers: dict[str, str] | None = None,
     ) -> None:
-        self._httpx = _import_httpx()
+        self._httpx = import_httpx("LLMExtractor")
         self._url, self._headers = chat_endpoint("LLMExtractor", base_url, model, api_key, headers)
         if isinstance(min_confidence, bool) or not 0.0 <= min_confidence <= 1.0:
             raise ConfigurationError("min_confidence must be between 0 and 1")
@@ -331,14 +324,13 @@ class LLMExtractor(OwnsClients):
             f"Known entities: {json.dumps(known, ensure_ascii=False)}\n"
             f"Text:\n{text}"
         )
-        body = chat_request(self.model, SYSTEM_PROMPT, prompt)
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": "memorybank_extraction", "strict": True, "schema": SCHEMA},
-        }
-        if self._max_tokens is not None:
-            body["max_tokens"] = self._max_tokens
-        return body
+        return chat_request(
+            self.model,
+            SYSTEM_PROMPT,
+            prompt,
+            max_tokens=self._max_tokens,
+            schema=("memorybank_extraction", SCHEMA),
+        )
 
     def _answer(self, response: httpx.Response, known: Sequence[str]) -> Extraction:
         """The finished extraction of a 2xx response, or a typed error for any other."""
@@ -376,19 +368,26 @@ class LLMExtractor(OwnsClients):
             min_confidence=self.min_confidence,
         )
 
-    def _delay(self, attempt: int, error: _Retry) -> float | None:
-        """Seconds to wait before the next attempt, or ``None`` to give up."""
-        if attempt >= self._max_retries:
-            return None
-        if error.delay is not None:
-            return error.delay if error.delay <= self._max_retry_after else None
-        # random() is fine: the jitter only spreads clients apart
-        return float(self._backoff * 2.0**attempt * (0.5 + random.random()))
+    def _failed(self, exc: Exception) -> _Retry:
+        """The retried error of a request that got no answer (timeout, network)."""
+        if isinstance(exc, self._httpx.TimeoutException):
+            return _Retry(f"timed out after {self._timeout} s")
+        return _Retry(f"{type(exc).__name__}: {exc}")
 
-    def _unavailable(self, error: _Retry, attempts: int) -> StoreUnavailable:
-        return StoreUnavailable(
-            f"extraction endpoint {self._url} failed after {attempts} attempt(s): {error}"
-        )
+    def _delay(self, attempt: int, error: _Retry) -> float:
+        """Seconds to wait before retrying failed attempt ``attempt`` (from 0); when no
+        retry is left (or ``Retry-After`` asks too long), ``StoreUnavailable``."""
+        if attempt >= self._max_retries:
+            delay = None
+        elif error.delay is not None:
+            delay = error.delay if error.delay <= self._max_retry_after else None
+        else:  # random() is fine: the jitter only spreads clients apart
+            delay = float(self._backoff * 2.0**attempt * (0.5 + random.random()))
+        if delay is None:
+            raise StoreUnavailable(
+                f"extraction endpoint {self._url} failed after {attempt + 1} attempt(s): {error}"
+            ) from error.__cause__
+        return delay
 
     # -- the two shells ----------------------------------------------------------
 
@@ -406,17 +405,12 @@ class LLMExtractor(OwnsClients):
             try:
                 try:
                     response = self._clients.sync().post(self._url, json=body)
-                except self._httpx.TimeoutException as exc:
-                    raise _Retry(f"timed out after {self._timeout} s") from exc
                 except self._httpx.TransportError as exc:
-                    raise _Retry(f"{type(exc).__name__}: {exc}") from exc
+                    raise self._failed(exc) from exc
                 return self._answer(response, known_entities)
             except _Retry as error:
-                delay = self._delay(attempt, error)
+                time.sleep(self._delay(attempt, error))
                 attempt += 1
-                if delay is None:
-                    raise self._unavailable(error, attempt) from error.__cause__
-                time.sleep(delay)
 
     async def aextract(
         self,
@@ -433,14 +427,9 @@ class LLMExtractor(OwnsClients):
                 try:
                     # fetched per attempt: an aclose() during the backoff is no error
                     response = await self._clients.for_loop().post(self._url, json=body)
-                except self._httpx.TimeoutException as exc:
-                    raise _Retry(f"timed out after {self._timeout} s") from exc
                 except self._httpx.TransportError as exc:
-                    raise _Retry(f"{type(exc).__name__}: {exc}") from exc
+                    raise self._failed(exc) from exc
                 return self._answer(response, known_entities)
             except _Retry as error:
-                delay = self._delay(attempt, error)
+                await asyncio.sleep(self._delay(attempt, error))
                 attempt += 1
-                if delay is None:
-                    raise self._unavailable(error, attempt) from error.__cause__
-                await asyncio.sleep(delay)

@@ -18,9 +18,10 @@ needs them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memorybank.rerank.base import MAX_RERANK_TOP, RERANK_TOP, RerankCandidate, Reranker
+from memorybank.runtime.lazy import lazy_names
 
 if TYPE_CHECKING:
     from memorybank.rerank.cross_encoder import CrossEncoderReranker
@@ -40,17 +41,4 @@ _LAZY = {
     "LLMReranker": "memorybank.rerank.llm",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

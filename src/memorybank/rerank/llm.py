@@ -27,20 +27,24 @@ Uses httpx (``pip install memorybank[openai]``): one ``httpx.Client`` for
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import ConfigurationError, ExtractionError, StoreUnavailable
 from memorybank.rerank.base import RerankCandidate
-from memorybank.runtime.httpclients import HttpClients, OwnsClients, chat_endpoint, chat_request
+from memorybank.runtime.httpclients import (
+    HttpClients,
+    OwnsClients,
+    chat_endpoint,
+    chat_request,
+    import_httpx,
+    model_json,
+)
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = ["SCHEMA", "SYSTEM_PROMPT", "LLMReranker", "parse_ranking", "ranking_scores"]
-
-INSTALL_HINT = "pip install memorybank[openai]"
 
 SYSTEM_PROMPT = """\
 You rank search results. You get a query and numbered passages from a memory.
@@ -58,26 +62,13 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def _import_httpx() -> Any:
-    try:
-        import httpx
-    except ImportError as exc:
-        raise ConfigurationError(f"LLMReranker needs httpx: `{INSTALL_HINT}`") from exc
-    return httpx
-
-
 def parse_ranking(content: object, count: int) -> list[int]:
     """The candidates' indexes (from 0) the model's answer lists, best first.
 
     ``ExtractionError`` unless ``content`` is JSON: ``{"ranking": [...]}`` or a
     list, of integers. Numbers outside ``1..count`` and repeats are skipped.
     """
-    if not isinstance(content, str):
-        raise ExtractionError("the model's answer has no text content")
-    try:
-        answer = json.loads(content)
-    except ValueError as exc:
-        raise ExtractionError(f"the model's answer is not JSON: {content[:120]!r}") from exc
+    answer = model_json(content)
     if isinstance(answer, dict):
         answer = answer.get("ranking")
     if not isinstance(answer, list):
@@ -126,7 +117,7 @@ class LLMReranker(OwnsClients):
         structured_output: bool = True,
         headers: dict[str, str] | None = None,
     ) -> None:
-        self._httpx = _import_httpx()
+        self._httpx = import_httpx("LLMReranker")
         self._url, self._headers = chat_endpoint("LLMReranker", base_url, model, api_key, headers)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ConfigurationError(f"timeout must be > 0, got {timeout!r}")
@@ -159,15 +150,13 @@ class LLMReranker(OwnsClients):
             + "\n".join(lines)
             + f"\n\nRank the {len(candidates)} passages for the query, best first."
         )
-        body = chat_request(self.model, SYSTEM_PROMPT, prompt)
-        if self._structured:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "memorybank_ranking", "strict": True, "schema": SCHEMA},
-            }
-        if self._max_tokens is not None:
-            body["max_tokens"] = self._max_tokens
-        return body
+        return chat_request(
+            self.model,
+            SYSTEM_PROMPT,
+            prompt,
+            max_tokens=self._max_tokens,
+            schema=("memorybank_ranking", SCHEMA) if self._structured else None,
+        )
 
     def _scores(self, response: httpx.Response, count: int) -> list[float]:
         status = response.status_code

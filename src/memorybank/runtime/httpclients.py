@@ -1,4 +1,5 @@
-"""The httpx clients of a model endpoint (``LLMExtractor``, ``LLMReranker``).
+"""The httpx clients of a model endpoint (``LLMExtractor``, ``LLMReranker``, ``LLMJudge``),
+and the chat-completions request and answer they share.
 
 One ``httpx.Client`` for sync calls (thread-safe, shared by all threads) and
 one ``httpx.AsyncClient`` per event loop (an async client's connections belong
@@ -15,17 +16,25 @@ opens a new one).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
-from memorybank.errors import ConfigurationError
+from memorybank.errors import ConfigurationError, ExtractionError
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HttpClients", "OwnsClients", "chat_endpoint", "chat_request"]
+__all__ = [
+    "HttpClients",
+    "OwnsClients",
+    "chat_endpoint",
+    "chat_request",
+    "import_httpx",
+    "model_json",
+]
 
 
 def chat_endpoint(
@@ -56,9 +65,27 @@ def chat_endpoint(
     return base_url.rstrip("/") + path, sent
 
 
-def chat_request(model: str, system: str, prompt: str) -> dict[str, Any]:
-    """A chat-completions request at temperature 0: ``system`` and one user ``prompt``."""
-    return {
+def import_httpx(owner: str) -> Any:
+    """The httpx module; ``ConfigurationError`` naming ``owner`` when it is missing."""
+    try:
+        import httpx
+    except ImportError as exc:
+        raise ConfigurationError(f"{owner} needs httpx: `pip install memorybank[openai]`") from exc
+    return httpx
+
+
+def chat_request(
+    model: str,
+    system: str,
+    prompt: str,
+    *,
+    max_tokens: int | None = None,
+    schema: tuple[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A chat-completions request at temperature 0: ``system`` and one user ``prompt``;
+    the answer's ``max_tokens`` when given, and ``schema`` (its name and the JSON schema)
+    as a strict structured-output ``response_format`` when given."""
+    body: dict[str, Any] = {
         "model": model,
         "messages": [
             {"role": "system", "content": system},
@@ -66,6 +93,26 @@ def chat_request(model: str, system: str, prompt: str) -> dict[str, Any]:
         ],
         "temperature": 0,
     }
+    if schema is not None:
+        name, json_schema = schema
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": True, "schema": json_schema},
+        }
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    return body
+
+
+def model_json(content: object) -> Any:
+    """A model's answer (its message content) as JSON: ``ExtractionError`` unless it is
+    text holding JSON."""
+    if not isinstance(content, str):
+        raise ExtractionError("the model's answer has no text content")
+    try:
+        return json.loads(content)
+    except ValueError as exc:
+        raise ExtractionError(f"the model's answer is not JSON: {content[:120]!r}") from exc
 
 
 class HttpClients:

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memorybank.core._async.embed import embed_texts
 from memorybank.errors import NotFound
 from memorybank.importance import UsageBuffer
 from memorybank.records import Message, Thread
@@ -14,7 +15,7 @@ from memorybank.rules.ids import new_id
 from memorybank.rules.scope import ROOT, Scope, check_owner
 from memorybank.runtime.concurrency import AsyncBackground, Breaker
 from memorybank.stores.contract._async.leases import DEFAULT_LEASE
-from memorybank.stores.contract._async.store import AsyncStore, Unset
+from memorybank.stores.contract._async.store import AsyncStore, Unset, VectorItem
 from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
@@ -123,6 +124,20 @@ class Namespace:
         self._core = core
         self._tenant = tenant
         self._scope = scope
+
+    async def _embed(self, kind: str, item_id: str, text: str) -> VectorItem | None:
+        """The checked vector of ``text`` for record ``kind``/``item_id`` (``None`` without
+        an embedder): a write computes it before anything is written."""
+        embedder = self._core.embedder
+        if embedder is None:
+            return None
+        vectors = await embed_texts(embedder, [text])
+        return VectorItem(kind, item_id, embedder.model_id, vectors[0])
+
+    async def _put_vector(self, item: VectorItem | None) -> None:
+        """Store the vector a write computed (and checked) before it wrote."""
+        if item is not None:
+            await self._core.store.vector_put(self._tenant, [item])
 
 
 def _check_title(title: object) -> str | None:

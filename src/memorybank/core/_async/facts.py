@@ -202,19 +202,6 @@ class AsyncFacts(Namespace):
             return None
         return record
 
-    async def _vector(self, fact: Fact) -> VectorItem | None:
-        """The fact's checked vector, computed before anything is written."""
-        embedder = self._core.embedder
-        if embedder is None:
-            return None
-
-        vectors = await embed_texts(embedder, [fact.content])
-        return VectorItem(FACT, fact.id, embedder.model_id, vectors[0])
-
-    async def _put_vector(self, item: VectorItem | None) -> None:
-        if item is not None:
-            await self._core.store.vector_put(self._tenant, [item])
-
     def _live(self, fact: Fact, now: datetime) -> bool:
         return fact.expires_at is None or fact.expires_at > now
 
@@ -259,7 +246,7 @@ class AsyncFacts(Namespace):
             updated_at=now,
             expires_at=None if expires_at is None else v.check_time(expires_at, "expires_at"),
         )
-        vector = await self._vector(fact)
+        vector = await self._embed(FACT, fact.id, fact.content)
         guard = None if fact_id is None else RecordGuard(FACT, fact.id, None)
         extra = [] if weight is None else [given_importance(FACT, fact, weight, now)]
         await self._core.store.record_put(
@@ -358,7 +345,9 @@ class AsyncFacts(Namespace):
             if supersede:
                 writes.append(version_record(old, now))
             # The vector is computed (and checked) before anything is written.
-            vector = await self._vector(new) if new.content != old.content else None
+            vector = (
+                await self._embed(FACT, new.id, new.content) if new.content != old.content else None
+            )
             guard = RecordGuard(FACT, fact_id, record.revision)
             await store.record_put(self._tenant, writes, guard=guard)
             return old, new, vector

@@ -203,19 +203,6 @@ class Facts(Namespace):
             return None
         return record
 
-    def _vector(self, fact: Fact) -> VectorItem | None:
-        """The fact's checked vector, computed before anything is written."""
-        embedder = self._core.embedder
-        if embedder is None:
-            return None
-
-        vectors = embed_texts(embedder, [fact.content])
-        return VectorItem(FACT, fact.id, embedder.model_id, vectors[0])
-
-    def _put_vector(self, item: VectorItem | None) -> None:
-        if item is not None:
-            self._core.store.vector_put(self._tenant, [item])
-
     def _live(self, fact: Fact, now: datetime) -> bool:
         return fact.expires_at is None or fact.expires_at > now
 
@@ -260,7 +247,7 @@ class Facts(Namespace):
             updated_at=now,
             expires_at=None if expires_at is None else v.check_time(expires_at, "expires_at"),
         )
-        vector = self._vector(fact)
+        vector = self._embed(FACT, fact.id, fact.content)
         guard = None if fact_id is None else RecordGuard(FACT, fact.id, None)
         extra = [] if weight is None else [given_importance(FACT, fact, weight, now)]
         self._core.store.record_put(
@@ -359,7 +346,9 @@ class Facts(Namespace):
             if supersede:
                 writes.append(version_record(old, now))
             # The vector is computed (and checked) before anything is written.
-            vector = self._vector(new) if new.content != old.content else None
+            vector = (
+                self._embed(FACT, new.id, new.content) if new.content != old.content else None
+            )
             guard = RecordGuard(FACT, fact_id, record.revision)
             store.record_put(self._tenant, writes, guard=guard)
             return old, new, vector

@@ -9,8 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from memorybank.core._sync.cas import retry_conflicts
-from memorybank.core._sync.embed import embed_texts
-from memorybank.errors import Conflict, InvalidInput, NotFound
+from memorybank.errors import Conflict, InvalidInput
 from memorybank.graph._sync.checks import _ids, _label, _labels, _source, _texts, _unit
 from memorybank.graph._sync.records import (
     ENTITY,
@@ -21,6 +20,7 @@ from memorybank.graph._sync.records import (
     _entity,
     _entity_record,
     _ident_id,
+    _ident_record,
     _key,
     _link_records,
     _name_records,
@@ -63,17 +63,7 @@ class EntityVerbs(RelationVerbs):
     """Entities: one per (owner, type, normalised name), guarded by its identity record."""
 
     def _vector(self, entity: Entity) -> VectorItem | None:
-        embedder = self._core.embedder
-        if embedder is None:
-            return None
-
-        vectors = embed_texts(embedder, [_text(entity)])
-        return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])
-
-    def _put_vector(self, item: VectorItem | None) -> None:
-        """Store the vector a step computed (and checked) before its write."""
-        if item is not None:
-            self._core.store.vector_put(self._tenant, [item])
+        return self._embed(ENTITY, entity.id, _text(entity))
 
     def add_entity(
         self,
@@ -133,20 +123,9 @@ class EntityVerbs(RelationVerbs):
                     updated_at=now,
                 )
                 prov = {o: list(entries) for o in new_obs} if entries else {}
-                ident_record = Record(
-                    kind=IDENT,
-                    id=ident_id,
-                    agent_id=owner[0],
-                    user_id=owner[1],
-                    content="",
-                    data={"entity_id": entity.id},
-                    created_at=now,
-                    updated_at=now,
-                    revision=0 if ident is None else ident.revision + 1,
-                )
                 writes = [
                     _entity_record(entity, prov),
-                    ident_record,
+                    _ident_record(entity, ident, now),
                     *_name_records(entity, _names(entity)),
                     *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
                 ]
@@ -277,19 +256,8 @@ class EntityVerbs(RelationVerbs):
             holder = store.record_get(self._tenant, ENTITY, str(ident.data["entity_id"]))
             if holder is not None:
                 raise _Taken(f"another {entity.type} is named {entity.name!r}; use merge_entities")
-        record = Record(
-            kind=IDENT,
-            id=ident_id,
-            agent_id=entity.agent_id,
-            user_id=entity.user_id,
-            content="",
-            data={"entity_id": entity.id},
-            created_at=now,
-            updated_at=now,
-            revision=0 if ident is None else ident.revision + 1,
-        )
         guard = RecordGuard(IDENT, ident_id, None if ident is None else ident.revision)
-        store.record_put(self._tenant, [record], guard=guard)
+        store.record_put(self._tenant, [_ident_record(entity, ident, now)], guard=guard)
 
     def _drop_stale_names(self, old: Entity, new: Entity) -> None:
         store = self._core.store
@@ -348,9 +316,7 @@ class EntityVerbs(RelationVerbs):
         store = self._core.store
 
         def step() -> tuple[Entity, VectorItem | None]:
-            record = store.record_get(self._tenant, ENTITY, entity_id)
-            if record is None or not visible(seen, record.agent_id, record.user_id):
-                raise NotFound(f"entity {entity_id!r} not found")
+            record = self._entity_record(entity_id, seen)
             old = _entity(self._tenant, record)
             prov = _obs_provenance(record)
             obs = [o for o in old.observations if o not in remove]

@@ -112,6 +112,22 @@ def _ident_id(entity: Entity) -> str:
     return _key("ident", entity.agent_id, entity.user_id, entity.type, normalise(entity.name))
 
 
+def _ident_record(entity: Entity, ident: Record | None, now: datetime) -> Record:
+    """The identity record of ``entity``'s owner, type and name, pointing at it (``ident``:
+    the one stored before, if any)."""
+    return Record(
+        kind=IDENT,
+        id=_ident_id(entity),
+        agent_id=entity.agent_id,
+        user_id=entity.user_id,
+        content="",
+        data={"entity_id": entity.id},
+        created_at=now,
+        updated_at=now,
+        revision=0 if ident is None else ident.revision + 1,
+    )
+
+
 def _names(entity: Entity) -> dict[str, str]:
     """The entity's name records: id -> normalised name (or alias)."""
     forms = dict.fromkeys(normalise(n) for n in (entity.name, *entity.aliases))
