@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memorybank.errors import ConfigurationError, InvalidInput
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry
+
+if TYPE_CHECKING:  # pydantic comes with every framework, not with memorybank
+    from pydantic import BaseModel
 
 #: The handles an adapter acts through.
 Handle = Memory | AsyncMemory
