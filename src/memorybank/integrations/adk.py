@@ -82,7 +82,6 @@ import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from memorybank.errors import Conflict, InvalidInput
@@ -138,10 +137,6 @@ def _core_facts(memory: c.Handle, user_id: str | None) -> AsyncCoreFacts | CoreF
     if isinstance(memory, AsyncMemory):
         return AsyncCoreFacts(memory=memory, user_id=user_id)
     return CoreFacts(memory=memory, user_id=user_id)
-
-
-def _set_fact(facts: AsyncCoreFacts | CoreFacts, key: str, text: str, _: c.Handle) -> Any:
-    return facts.set(key, text)
 
 
 def _thread_id(kind: str, app_name: str, user_id: str, session_id: str) -> str:
@@ -334,8 +329,11 @@ class MemorybankSessionService(BaseSessionService):
         return writes
 
     async def _apply(self, writes: list[_Write]) -> None:
-        for facts, key, text in writes:
-            await c.in_thread(self.memory, partial(_set_fact, facts, key, text))
+        async def apply(_: c.Handle) -> None:
+            for facts, key, text in writes:
+                await c.settled(facts.set(key, text))
+
+        await c.off_loop(self.memory, apply)
 
     async def _read(
         self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
