@@ -82,11 +82,10 @@ import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from memorybank.errors import Conflict, InvalidInput
-from memorybank.integrations._common import Handle, check_handle, in_thread
+from memorybank.integrations import _common as c
 from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.core_facts import CoreFacts
@@ -109,9 +108,7 @@ try:
     from google.adk.sessions.session import Session
     from google.adk.sessions.state import State
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "memorybank.integrations.adk needs Google ADK: pip install 'memorybank[adk]'"
-    ) from error
+    raise c.needs_extra(__name__, "Google ADK", "adk") from error
 
 if TYPE_CHECKING:
     from memorybank.recall._async.search import SearchMode
@@ -135,19 +132,18 @@ MEMORY_MARK = "adk.memory"
 _Write = tuple["AsyncCoreFacts | CoreFacts", str, str]
 
 
-def _core_facts(memory: Handle, user_id: str | None) -> AsyncCoreFacts | CoreFacts:
+def _core_facts(memory: c.Handle, user_id: str | None) -> AsyncCoreFacts | CoreFacts:
     """The core facts of ``user_id`` (``None``: the tenant-wide set) on ``memory``."""
     if isinstance(memory, AsyncMemory):
         return AsyncCoreFacts(memory=memory, user_id=user_id)
     return CoreFacts(memory=memory, user_id=user_id)
 
 
-def _set_fact(facts: AsyncCoreFacts | CoreFacts, key: str, text: str, _: Handle) -> Any:
-    return facts.set(key, text)
-
-
-def _name(kind: str, *parts: str) -> str:
-    return compound_id(json.dumps([kind, *parts], ensure_ascii=False))
+def _thread_id(kind: str, app_name: str, user_id: str, session_id: str) -> str:
+    """The thread of ``kind`` (a session's, or its memory's) of one user's session of one app."""
+    parts = [kind, _check_name(app_name, "app_name"), v.check_id(user_id, "user_id")]
+    parts.append(_check_name(session_id, "session_id"))
+    return compound_id(json.dumps(parts, ensure_ascii=False))
 
 
 def _fact_key(app_name: str, key: str) -> str:
@@ -213,27 +209,18 @@ def _text(event: Event) -> str:
 
 
 def _entry(event: Event, mark: str, app_name: str, session_id: str) -> dict[str, Any]:
-    try:
-        payload = event.model_dump(mode="json", exclude_none=True)
-    except ValueError as error:  # pydantic's serialisation errors are ValueErrors
-        raise InvalidInput(f"event cannot be serialised: {error}", field="event") from error
-    return {
-        "role": "user" if event.author == "user" else "assistant",
-        "content": _text(event),
-        "metadata": {"integration": mark, "app_name": app_name, "session_id": session_id},
-        "state": {STATE_KEY: payload},
-    }
+    return c.stored_entry(
+        STATE_KEY,
+        c.dump_model(event, "event", exclude_none=True),
+        "user" if event.author == "user" else "assistant",
+        _text(event),
+        metadata={"integration": mark, "app_name": app_name, "session_id": session_id},
+    )
 
 
 def _payload(entry: Entry) -> dict[str, Any]:
     """The event ``entry`` holds, as stored (``InvalidInput`` for an entry of no event)."""
-    payload = entry.state.get(STATE_KEY)
-    if not isinstance(payload, dict):
-        raise InvalidInput(
-            f"entry {entry.id!r} of the session was not written by the ADK integration",
-            field="session_id",
-        )
-    return payload
+    return c.stored_payload(entry, STATE_KEY, "the ADK integration", "session_id", "session")
 
 
 def _event(payload: dict[str, Any]) -> Event:
@@ -280,10 +267,6 @@ def _is_session(thread: Thread, app_name: str) -> bool:
     return meta.get("integration") == SESSION_MARK and meta.get("app_name") == app_name
 
 
-def _timestamp(moment: datetime) -> float:
-    return moment.timestamp()
-
-
 class MemorybankSessionService(BaseSessionService):
     """ADK's ``BaseSessionService`` on a ``Memory`` or ``AsyncMemory`` handle.
 
@@ -299,18 +282,9 @@ class MemorybankSessionService(BaseSessionService):
     """
 
     def __init__(self, memory: Memory | AsyncMemory) -> None:
-        self.memory = check_handle(memory)
+        self.memory = c.check_handle(memory)
 
     # -- plumbing ------------------------------------------------------------
-
-    @staticmethod
-    def _thread_id(app_name: str, user_id: str, session_id: str) -> str:
-        return _name(
-            "adk-session",
-            _check_name(app_name, "app_name"),
-            v.check_id(user_id, "user_id"),
-            _check_name(session_id, "session_id"),
-        )
 
     def _shared_facts(self) -> AsyncCoreFacts | CoreFacts | None:
         """The tenant-wide core facts (``app:`` state), ``None`` on a handle confined to a user."""
@@ -322,7 +296,7 @@ class MemorybankSessionService(BaseSessionService):
     async def _state_of(
         self, facts: AsyncCoreFacts | CoreFacts, app_name: str, prefix: str
     ) -> dict[str, Any]:
-        stored = await in_thread(self.memory, lambda _: facts.all())
+        stored = await c.in_thread(self.memory, lambda _: facts.all())
         state: dict[str, Any] = {}
         for name, text in cast("dict[str, str]", stored).items():
             key = _fact_app_key(name, app_name)
@@ -355,14 +329,17 @@ class MemorybankSessionService(BaseSessionService):
         return writes
 
     async def _apply(self, writes: list[_Write]) -> None:
-        for facts, key, text in writes:
-            await in_thread(self.memory, partial(_set_fact, facts, key, text))
+        async def apply(_: c.Handle) -> None:
+            for facts, key, text in writes:
+                await c.settled(facts.set(key, text))
+
+        await c.off_loop(self.memory, apply)
 
     async def _read(
         self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
     ) -> Session | None:
-        thread_id = self._thread_id(app_name, user_id, session_id)
-        thread = await in_thread(self.memory, lambda m: m.threads.get(thread_id, user_id=user_id))
+        thread_id = _thread_id("adk-session", app_name, user_id, session_id)
+        thread = await c.in_thread(self.memory, lambda m: m.threads.get(thread_id, user_id=user_id))
         if thread is None:
             return None
         return await self._load(cast("Thread", thread), app_name, config, events=True)
@@ -377,7 +354,7 @@ class MemorybankSessionService(BaseSessionService):
                 f"thread {thread.id!r} is not a session of the ADK integration", field="session_id"
             )
         owner = thread.user_id
-        entries = await in_thread(self.memory, lambda m: m.entries.list(thread.id, user_id=owner))
+        entries = await c.in_thread(self.memory, lambda m: m.entries.list(thread.id, user_id=owner))
         payloads = [_payload(e) for e in cast("list[Entry]", entries)]
         meta = thread.metadata[STATE_KEY]
         last = payloads[-1].get("timestamp") if payloads else None
@@ -387,7 +364,7 @@ class MemorybankSessionService(BaseSessionService):
             user_id=cast("str", owner),
             state=_fold(meta["state"], payloads),
             events=[_event(p) for p in _window(payloads, config)] if events else [],
-            last_update_time=_timestamp(thread.created_at) if last is None else float(last),
+            last_update_time=thread.created_at.timestamp() if last is None else float(last),
         )
 
     # -- BaseSessionService ----------------------------------------------------
@@ -404,7 +381,7 @@ class MemorybankSessionService(BaseSessionService):
         if session_id is not None:
             session_id = _check_name(session_id, "session_id").strip()
         session_id = session_id or uuid.uuid4().hex
-        thread_id = self._thread_id(app_name, user_id, session_id)
+        thread_id = _thread_id("adk-session", app_name, user_id, session_id)
         app, user, own = _split(_json(state or {}, "state"))
         writes = self._plan(app_name, user_id, app, user)
         metadata = {
@@ -413,7 +390,7 @@ class MemorybankSessionService(BaseSessionService):
             STATE_KEY: {"session_id": session_id, "state": own},
         }
         try:
-            thread = await in_thread(
+            thread = await c.in_thread(
                 self.memory,
                 lambda m: m.threads.create(thread_id=thread_id, user_id=user_id, metadata=metadata),
             )
@@ -452,9 +429,9 @@ class MemorybankSessionService(BaseSessionService):
         oldest update first, each with its state and without events."""
         _check_name(app_name, "app_name")
         if user_id is None:
-            threads = await in_thread(self.memory, lambda m: m.threads.list())
+            threads = await c.in_thread(self.memory, lambda m: m.threads.list())
         else:
-            threads = await in_thread(self.memory, lambda m: m.threads.list(user_id=user_id))
+            threads = await c.in_thread(self.memory, lambda m: m.threads.list(user_id=user_id))
         sessions: list[Session] = []
         scoped: dict[str, dict[str, Any]] = {}
         for thread in cast("list[Thread]", threads):
@@ -472,8 +449,8 @@ class MemorybankSessionService(BaseSessionService):
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete the session and its events (its ``user:``/``app:`` state stays)."""
         session_id = _check_name(session_id, "session_id").strip()
-        thread_id = self._thread_id(app_name, user_id, session_id)
-        await in_thread(self.memory, lambda m: m.threads.delete(thread_id, user_id=user_id))
+        thread_id = _thread_id("adk-session", app_name, user_id, session_id)
+        await c.in_thread(self.memory, lambda m: m.threads.delete(thread_id, user_id=user_id))
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The ``user:`` state of ``user_id`` in ``app_name``, keys without the prefix."""
@@ -490,13 +467,13 @@ class MemorybankSessionService(BaseSessionService):
         stored = event.model_copy(deep=True)
         if stored.actions:
             stored.actions.state_delta = kept
-        thread_id = self._thread_id(session.app_name, session.user_id, session.id)
+        thread_id = _thread_id("adk-session", session.app_name, session.user_id, session.id)
         message = _entry(stored, SESSION_MARK, session.app_name, session.id)
         memory, owner = self.memory, session.user_id
         writes = self._plan(session.app_name, owner, app, user)
-        if await in_thread(memory, lambda m: m.threads.get(thread_id, user_id=owner)) is None:
+        if await c.in_thread(memory, lambda m: m.threads.get(thread_id, user_id=owner)) is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        await in_thread(
+        await c.in_thread(
             memory,
             lambda m: m.entries.add(thread_id, message, idempotency_key=event.id, user_id=owner),
         )
@@ -527,7 +504,7 @@ class MemorybankMemoryService(BaseMemoryService):
     def __init__(
         self, memory: Memory | AsyncMemory, *, k: int = 10, mode: SearchMode = "hybrid"
     ) -> None:
-        self.memory = check_handle(memory)
+        self.memory = c.check_handle(memory)
         if mode not in ("hybrid", "semantic", "keyword"):
             raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
         self.mode: SearchMode = mode
@@ -540,20 +517,15 @@ class MemorybankMemoryService(BaseMemoryService):
     async def _add(
         self, app_name: str, user_id: str, session_id: str, events: Sequence[Event]
     ) -> None:
-        thread_id = _name(
-            "adk-memory",
-            _check_name(app_name, "app_name"),
-            v.check_id(user_id, "user_id"),
-            _check_name(session_id, "session_id"),
-        )
+        thread_id = _thread_id("adk-memory", app_name, user_id, session_id)
         metadata = {"integration": MEMORY_MARK, "app_name": app_name, "session_id": session_id}
         worth = [e for e in events if e.content and e.content.parts]
         messages = [_entry(e, MEMORY_MARK, app_name, session_id) for e in worth]
         memory = self.memory
-        thread = await in_thread(memory, lambda m: m.threads.get(thread_id, user_id=user_id))
+        thread = await c.in_thread(memory, lambda m: m.threads.get(thread_id, user_id=user_id))
         if thread is None:
             try:
-                await in_thread(
+                await c.in_thread(
                     memory,
                     lambda m: m.threads.create(
                         thread_id=thread_id, user_id=user_id, metadata=metadata
@@ -563,7 +535,9 @@ class MemorybankMemoryService(BaseMemoryService):
                 pass
             known: set[str] = set()
         else:
-            entries = await in_thread(memory, lambda m: m.entries.list(thread_id, user_id=user_id))
+            entries = await c.in_thread(
+                memory, lambda m: m.entries.list(thread_id, user_id=user_id)
+            )
             known = {str(_payload(e).get("id")) for e in cast("list[Entry]", entries)}
         new: list[dict[str, Any]] = []
         for event, message in zip(worth, messages, strict=True):
@@ -571,7 +545,7 @@ class MemorybankMemoryService(BaseMemoryService):
                 known.add(event.id)
                 new.append(message)
         if new:
-            await in_thread(memory, lambda m: m.entries.add_many(thread_id, new, user_id=user_id))
+            await c.in_thread(memory, lambda m: m.entries.add_many(thread_id, new, user_id=user_id))
 
     async def add_session_to_memory(self, session: Session) -> None:
         """Add the session's events with content (again: only those not added yet)."""
@@ -596,7 +570,7 @@ class MemorybankMemoryService(BaseMemoryService):
         _check_name(app_name, "app_name")
         if not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {type(query).__name__}", field="query")
-        hits = await in_thread(
+        hits = await c.in_thread(
             self.memory,
             lambda m: m.search(
                 unicodedata.normalize("NFC", query),

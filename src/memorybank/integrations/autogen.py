@@ -51,7 +51,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from memorybank.errors import ConfigurationError, InvalidInput
-from memorybank.integrations._common import check_handle, in_thread, stored_payload
+from memorybank.integrations import _common as c
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Document, Entry, Hit
@@ -77,9 +77,7 @@ try:
         UserMessage,
     )
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "memorybank.integrations.autogen needs AutoGen: pip install 'memorybank[autogen]'"
-    ) from error
+    raise c.needs_extra(__name__, "AutoGen", "autogen") from error
 
 __all__ = ["MARK", "STATE_KEY", "MemorybankChatCompletionContext", "MemorybankMemory"]
 
@@ -199,7 +197,7 @@ class MemorybankMemory(AutogenMemory):
         mode: str = "hybrid",
         min_score: float | None = None,
     ) -> None:
-        self.memory = check_handle(memory)
+        self.memory = c.check_handle(memory)
         self.name = v.check_id(name, "name")
         checked = v.check_limit(k, "k", allow_none=False)
         assert checked is not None
@@ -215,7 +213,7 @@ class MemorybankMemory(AutogenMemory):
         """Store ``content`` as a document of the handle's user."""
         metadata = {MARK: self.name, STATE_KEY: _dump(content)}
         text = _text(content)
-        await in_thread(self.memory, lambda m: m.documents.add(text, metadata=metadata))
+        await c.in_thread(self.memory, lambda m: m.documents.add(text, metadata=metadata))
 
     async def query(
         self,
@@ -234,13 +232,13 @@ class MemorybankMemory(AutogenMemory):
         if k == 0:
             return MemoryQueryResult(results=[])
         if not text.strip():
-            docs: list[Document] = await in_thread(
+            docs: list[Document] = await c.in_thread(
                 self.memory, lambda m: m.documents.list(filters=wanted)
             )
             return MemoryQueryResult(
                 results=[_load(d.metadata.get(STATE_KEY), d.id) for d in docs[-k:]]
             )
-        hits: list[Hit] = await in_thread(
+        hits: list[Hit] = await c.in_thread(
             self.memory,
             lambda m: m.documents.search(
                 text, k=k, mode=self.mode, min_score=self.min_score, filters=wanted
@@ -273,11 +271,11 @@ class MemorybankMemory(AutogenMemory):
 
     async def clear(self) -> None:
         """Delete this memory's documents (of its ``name``) that the handle can see."""
-        docs: list[Document] = await in_thread(
+        docs: list[Document] = await c.in_thread(
             self.memory, lambda m: m.documents.list(filters={MARK: self.name})
         )
         for doc in docs:
-            await in_thread(self.memory, lambda m: m.documents.delete(doc.id))  # noqa: B023 (awaited here)
+            await c.in_thread(self.memory, lambda m: m.documents.delete(doc.id))  # noqa: B023 (awaited here)
 
     async def close(self) -> None:
         """Nothing to release: the handle is the caller's to close."""
@@ -303,17 +301,12 @@ class MemorybankChatCompletionContext(ChatCompletionContext):
         buffer_size: int | None = None,
     ) -> None:
         super().__init__()
-        self.memory = check_handle(memory)
+        self.memory = c.check_handle(memory)
         self.thread_id = v.check_id(thread_id, "thread_id")
         self.buffer_size = v.check_limit(buffer_size, "buffer_size")
 
     async def _entries(self) -> list[Entry]:
-        if await in_thread(self.memory, lambda m: m.threads.get(self.thread_id)) is None:
-            return []
-        entries: list[Entry] = await in_thread(
-            self.memory, lambda m: m.entries.list(self.thread_id)
-        )
-        return entries
+        return await c.off_loop(self.memory, lambda m: c.thread_entries(m, self.thread_id)) or []
 
     async def add_message(self, message: LLMMessage) -> None:
         """Append ``message`` to the thread (created on the first message)."""
@@ -322,8 +315,7 @@ class MemorybankChatCompletionContext(ChatCompletionContext):
     async def add_messages(self, messages: list[LLMMessage]) -> None:
         """Append ``messages`` in one all-or-nothing write."""
         rows = [_entry(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        await in_thread(self.memory, lambda m: m.ensure_thread(self.thread_id))
-        await in_thread(self.memory, lambda m: m.entries.add_many(self.thread_id, rows))
+        await c.off_loop(self.memory, lambda m: c.add_to_thread(m, self.thread_id, rows))
 
     async def get_messages(self) -> list[LLMMessage]:
         """The thread's messages, oldest first (the last ``buffer_size`` when set)."""
@@ -336,8 +328,7 @@ class MemorybankChatCompletionContext(ChatCompletionContext):
 
     async def clear(self) -> None:
         """Remove every message of the conversation (the thread stays)."""
-        if await in_thread(self.memory, lambda m: m.threads.get(self.thread_id)) is not None:
-            await in_thread(self.memory, lambda m: m.entries.clear(self.thread_id))
+        await c.off_loop(self.memory, lambda m: c.clear_thread(m, self.thread_id))
 
     async def save_state(self) -> Mapping[str, Any]:
         """``{"messages": [...]}``, as AutoGen's contexts save theirs (read from the thread)."""
@@ -372,13 +363,9 @@ def _entry(message: object, field: str) -> dict[str, Any]:
     assert isinstance(
         message, SystemMessage | UserMessage | AssistantMessage | FunctionExecutionResultMessage
     )
-    return {
-        "role": role,
-        "content": _message_text(message),
-        "state": {STATE_KEY: message.model_dump(mode="json")},
-    }
+    return c.stored_entry(STATE_KEY, message.model_dump(mode="json"), role, _message_text(message))
 
 
 def _message(entry: Entry) -> LLMMessage:
-    payload = stored_payload(entry, STATE_KEY, "MemorybankChatCompletionContext", "thread_id")
+    payload = c.stored_payload(entry, STATE_KEY, "MemorybankChatCompletionContext", "thread_id")
     return _MESSAGES.validate_python(payload)

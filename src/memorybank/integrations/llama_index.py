@@ -37,16 +37,11 @@ thread), so give the buffer a store on a ``Memory``.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar, cast
 
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput
-from memorybank.integrations._common import (
-    Handle,
-    blocking,
-    check_handle,
-    settled,
-    stored_payload,
-)
+from memorybank.integrations import _common as c
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry, Thread
@@ -56,10 +51,7 @@ try:
     from llama_index.core.llms import ChatMessage, MessageRole
     from llama_index.core.storage.chat_store.base import BaseChatStore
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "memorybank.integrations.llama_index needs LlamaIndex:"
-        " pip install 'memorybank[llama-index]'"
-    ) from error
+    raise c.needs_extra(__name__, "LlamaIndex", "llama-index") from error
 
 __all__ = ["STATE_KEY", "THREAD_MARK", "MemorybankChatStore"]
 
@@ -68,6 +60,8 @@ STATE_KEY = "llama_index"
 #: The metadata of a thread this store created (what ``get_keys`` lists).
 THREAD_MARK = {"integration": "llama_index.chat_store"}
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 _ROLES = {
     MessageRole.SYSTEM: "system",
     MessageRole.DEVELOPER: "system",
@@ -86,15 +80,10 @@ def _entry(message: object, field: str = "message") -> dict[str, Any]:
             f"{field} must be a llama_index ChatMessage, got {type(message).__name__}",
             field=field,
         )
-    try:
-        payload = message.model_dump(mode="json")
-    except ValueError as error:  # pydantic's serialisation errors are ValueErrors
-        raise InvalidInput(f"{field} cannot be serialised: {error}", field=field) from error
-    return {
-        "role": _ROLES.get(message.role, "user"),
-        "content": message.content or "",
-        "state": {STATE_KEY: payload},
-    }
+    payload = c.dump_model(message, field)
+    return c.stored_entry(
+        STATE_KEY, payload, _ROLES.get(message.role, "user"), message.content or ""
+    )
 
 
 def _entries(messages: object) -> list[dict[str, Any]]:
@@ -105,7 +94,7 @@ def _entries(messages: object) -> list[dict[str, Any]]:
 
 def _message(entry: Entry) -> ChatMessage:
     return ChatMessage.model_validate(
-        stored_payload(entry, STATE_KEY, "MemorybankChatStore", "key")
+        c.stored_payload(entry, STATE_KEY, "MemorybankChatStore", "key")
     )
 
 
@@ -142,7 +131,7 @@ class MemorybankChatStore(BaseChatStore):
     _memory: Memory | AsyncMemory = PrivateAttr()
 
     def __init__(self, memory: Memory | AsyncMemory, **kwargs: Any) -> None:
-        checked = check_handle(memory)
+        checked = c.check_handle(memory)
         super().__init__(**kwargs)
         self._memory = checked
 
@@ -162,86 +151,79 @@ class MemorybankChatStore(BaseChatStore):
             raise ConfigurationError(f"{verb}() needs a Memory; on an AsyncMemory use {twin}()")
         return self._memory
 
-    async def _either(self, verb: str, *args: Any) -> Any:
-        """An async method: ``_<verb>`` awaited on an ``AsyncMemory``; on a ``Memory`` the
-        sync method ``verb`` in a worker thread."""
+    async def _either(self, method: Callable[_P, _T], *args: _P.args, **kw: _P.kwargs) -> _T:
+        """An async method: the logic of the sync ``method`` (``_<name>``) awaited on an
+        ``AsyncMemory``; on a ``Memory`` ``method`` itself in a worker thread."""
         if isinstance(self._memory, AsyncMemory):
-            return await getattr(self, "_" + verb)(self._memory, *args)
-        return await asyncio.to_thread(getattr(self, verb), *args)
+            return cast("_T", await getattr(self, "_" + method.__name__)(self._memory, *args, **kw))
+        return await asyncio.to_thread(method, *args, **kw)
 
     # -- the logic, once for both handles (``_common.settled``) ------------
 
     @staticmethod
-    async def _thread(memory: Handle, key: str) -> str:
-        if await settled(memory.threads.get(key)) is None:
+    async def _thread(memory: c.Handle, key: str) -> str:
+        if await c.settled(memory.threads.get(key)) is None:
             try:
-                await settled(memory.threads.create(thread_id=key, metadata=THREAD_MARK))
+                await c.settled(memory.threads.create(thread_id=key, metadata=THREAD_MARK))
             except Conflict:  # created concurrently: the owner check below decides
-                await settled(memory.threads.require(key))
+                await c.settled(memory.threads.require(key))
         return key
 
-    @staticmethod
-    async def _read(memory: Handle, key: str) -> list[Entry] | None:
-        if await settled(memory.threads.get(key)) is None:
-            return None
-        entries: list[Entry] = await settled(memory.entries.list(key))
-        return entries
-
-    async def _set_messages(self, memory: Handle, key: str, messages: list[ChatMessage]) -> None:
+    async def _set_messages(self, memory: c.Handle, key: str, messages: list[ChatMessage]) -> None:
         new = _entries(messages)
-        old = await self._read(memory, key) or []
-        await settled(memory.entries.add_many(await self._thread(memory, key), new))
+        old = await c.thread_entries(memory, key) or []
+        await c.settled(memory.entries.add_many(await self._thread(memory, key), new))
         for entry in old:
-            await settled(memory.entries.delete(key, entry.id))
+            await c.settled(memory.entries.delete(key, entry.id))
 
-    async def _get_messages(self, memory: Handle, key: str) -> list[ChatMessage]:
-        return [_message(e) for e in await self._read(memory, key) or []]
+    async def _get_messages(self, memory: c.Handle, key: str) -> list[ChatMessage]:
+        return [_message(e) for e in await c.thread_entries(memory, key) or []]
 
-    async def _add_message(self, memory: Handle, key: str, message: ChatMessage) -> None:
+    async def _add_message(self, memory: c.Handle, key: str, message: ChatMessage) -> None:
         new = _entry(message)
-        await settled(memory.entries.add(await self._thread(memory, key), new))
+        await c.settled(memory.entries.add(await self._thread(memory, key), new))
 
-    async def _delete_messages(self, memory: Handle, key: str) -> list[ChatMessage] | None:
-        entries = await self._read(memory, key)
+    async def _delete_messages(self, memory: c.Handle, key: str) -> list[ChatMessage] | None:
+        entries = await c.thread_entries(memory, key)
         if entries is None:
             return None
         messages = [_message(e) for e in entries]
-        await settled(memory.threads.delete(key))
+        await c.settled(memory.threads.delete(key))
         return messages
 
-    async def _delete_message(self, memory: Handle, key: str, idx: int) -> ChatMessage | None:
-        entries = await self._read(memory, key) or []
+    async def _delete_message(self, memory: c.Handle, key: str, idx: int) -> ChatMessage | None:
+        entries = await c.thread_entries(memory, key) or []
         position = _index(idx, len(entries))
         if position is None:
             return None
         entry = entries[position]
         message = _message(entry)
-        return message if await settled(memory.entries.delete(key, entry.id)) else None
+        return message if await c.settled(memory.entries.delete(key, entry.id)) else None
 
-    async def _get_keys(self, memory: Handle) -> list[str]:
-        return _keys(await settled(memory.threads.list()))
+    async def _get_keys(self, memory: c.Handle) -> list[str]:
+        return _keys(await c.settled(memory.threads.list()))
 
     # -- sync (Memory) -----------------------------------------------------
 
     def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
         """Make ``key`` hold exactly ``messages``."""
-        blocking(self._set_messages(self._sync("set_messages"), key, messages))
+        c.blocking(self._set_messages(self._sync("set_messages"), key, messages))
 
     def get_messages(self, key: str) -> list[ChatMessage]:
         """The messages of ``key``, oldest first (``[]`` for an unknown key)."""
-        return blocking(self._get_messages(self._sync("get_messages"), key))
+        return c.blocking(self._get_messages(self._sync("get_messages"), key))
 
     def add_message(self, key: str, message: ChatMessage) -> None:
         """Append ``message`` to ``key``."""
-        blocking(self._add_message(self._sync("add_message"), key, message))
+        c.blocking(self._add_message(self._sync("add_message"), key, message))
 
     def delete_messages(self, key: str) -> list[ChatMessage] | None:
         """Remove ``key`` and return its messages (``None`` for an unknown key)."""
-        return blocking(self._delete_messages(self._sync("delete_messages"), key))
+        return c.blocking(self._delete_messages(self._sync("delete_messages"), key))
 
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Remove and return the message at ``idx`` (``None`` when there is none)."""
-        return blocking(self._delete_message(self._sync("delete_message"), key, idx))
+        return c.blocking(self._delete_message(self._sync("delete_message"), key, idx))
 
     def delete_last_message(self, key: str) -> ChatMessage | None:
         """Remove and return the newest message (``None`` for an unknown or empty key)."""
@@ -249,32 +231,29 @@ class MemorybankChatStore(BaseChatStore):
 
     def get_keys(self) -> list[str]:
         """The keys this store created for the handle's user, oldest first."""
-        return blocking(self._get_keys(self._sync("get_keys")))
+        return c.blocking(self._get_keys(self._sync("get_keys")))
 
     # -- async (AsyncMemory; a Memory runs the sync methods in a thread) ---
 
     async def aset_messages(self, key: str, messages: list[ChatMessage]) -> None:
         """``set_messages``, async."""
-        await self._either("set_messages", key, messages)
+        await self._either(self.set_messages, key, messages)
 
     async def aget_messages(self, key: str) -> list[ChatMessage]:
         """``get_messages``, async."""
-        found: list[ChatMessage] = await self._either("get_messages", key)
-        return found
+        return await self._either(self.get_messages, key)
 
     async def async_add_message(self, key: str, message: ChatMessage) -> None:
         """``add_message``, async."""
-        await self._either("add_message", key, message)
+        await self._either(self.add_message, key, message)
 
     async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
         """``delete_messages``, async."""
-        found: list[ChatMessage] | None = await self._either("delete_messages", key)
-        return found
+        return await self._either(self.delete_messages, key)
 
     async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:
         """``delete_message``, async."""
-        found: ChatMessage | None = await self._either("delete_message", key, idx)
-        return found
+        return await self._either(self.delete_message, key, idx)
 
     async def adelete_last_message(self, key: str) -> ChatMessage | None:
         """``delete_last_message``, async."""
@@ -282,5 +261,4 @@ class MemorybankChatStore(BaseChatStore):
 
     async def aget_keys(self) -> list[str]:
         """``get_keys``, async."""
-        found: list[str] = await self._either("get_keys")
-        return found
+        return await self._either(self.get_keys)

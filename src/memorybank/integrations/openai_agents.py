@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from memorybank.integrations._common import needs_extra
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Entry
 from memorybank.rules import validate as v
@@ -42,10 +43,7 @@ try:
         resolve_session_limit,
     )
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "memorybank.integrations.openai_agents needs the OpenAI Agents SDK:"
-        " pip install 'memorybank[openai-agents]'"
-    ) from error
+    raise needs_extra(__name__, "the OpenAI Agents SDK", "openai-agents") from error
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem

@@ -37,13 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memorybank.errors import ConfigurationError, HistoryDiverged, InvalidInput
-from memorybank.integrations._common import (
-    Handle,
-    blocking,
-    check_handle,
-    settled,
-    stored_payload,
-)
+from memorybank.integrations import _common as c
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry
@@ -65,10 +59,7 @@ try:
         UserPromptPart,
     )
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "memorybank.integrations.pydantic_ai needs Pydantic AI:"
-        " pip install 'memorybank[pydantic-ai]'"
-    ) from error
+    raise c.needs_extra(__name__, "Pydantic AI", "pydantic-ai") from error
 
 __all__ = ["STATE_KEY", "MemorybankHistory"]
 
@@ -116,14 +107,14 @@ def _dump(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
 
 def _entries(messages: Sequence[ModelMessage], dumped: list[dict[str, Any]]) -> list[Any]:
     return [
-        {"role": _role(m), "content": _text(m), "state": {STATE_KEY: d}}
+        c.stored_entry(STATE_KEY, d, _role(m), _text(m))
         for m, d in zip(messages, dumped, strict=True)
     ]
 
 
 def _stored(entries: Sequence[Entry]) -> list[dict[str, Any]]:
     """The serialised messages of ``entries`` (an entry not written by this adapter refused)."""
-    return [stored_payload(e, STATE_KEY, "MemorybankHistory", "thread_id") for e in entries]
+    return [c.stored_payload(e, STATE_KEY, "MemorybankHistory", "thread_id") for e in entries]
 
 
 def _normal(dumped: dict[str, Any]) -> Any:
@@ -217,7 +208,7 @@ class MemorybankHistory:
     """
 
     def __init__(self, memory: Memory | AsyncMemory, thread_id: str) -> None:
-        self.memory = check_handle(memory)
+        self.memory = c.check_handle(memory)
         self.thread_id = v.check_id(thread_id, "thread_id")
 
     def _sync(self, verb: str) -> Memory:
@@ -232,38 +223,32 @@ class MemorybankHistory:
 
     # -- the logic, once for both handles (``_common.settled``) ------------
 
-    async def _load(self, memory: Handle) -> list[ModelMessage]:
-        entries = []
-        if await settled(memory.threads.get(self.thread_id)) is not None:
-            entries = await settled(memory.entries.list(self.thread_id))
+    async def _load(self, memory: c.Handle) -> list[ModelMessage]:
+        entries = await c.thread_entries(memory, self.thread_id) or []
         return ModelMessagesTypeAdapter.validate_python(_stored(entries))
 
-    async def _save(self, memory: Handle, messages: Sequence[ModelMessage], replace: bool) -> None:
+    async def _save(
+        self, memory: c.Handle, messages: Sequence[ModelMessage], replace: bool
+    ) -> None:
         dumped = _dump(messages)
-        await settled(memory.ensure_thread(self.thread_id))
-        entries = await settled(memory.entries.list(self.thread_id))
+        await c.settled(memory.ensure_thread(self.thread_id))
+        entries = await c.settled(memory.entries.list(self.thread_id))
         shared = _keep_or_refuse(self.thread_id, _stored(entries), dumped, replace)
         # the new messages first (all or nothing), then the stale ones between: bad input
         # leaves the history as it was, and an interrupted save loses no message
         new = _entries(messages[shared:], dumped[shared:])
-        await settled(memory.entries.add_many(self.thread_id, new))
+        await c.settled(memory.entries.add_many(self.thread_id, new))
         for entry in entries[shared:]:
-            await settled(memory.entries.delete(self.thread_id, entry.id))
+            await c.settled(memory.entries.delete(self.thread_id, entry.id))
 
-    async def _append(self, memory: Handle, messages: Sequence[ModelMessage]) -> None:
-        dumped = _dump(messages)
-        await settled(memory.ensure_thread(self.thread_id))
-        await settled(memory.entries.add_many(self.thread_id, _entries(messages, dumped)))
-
-    async def _clear(self, memory: Handle) -> None:
-        if await settled(memory.threads.get(self.thread_id)) is not None:
-            await settled(memory.entries.clear(self.thread_id))
+    async def _append(self, memory: c.Handle, messages: Sequence[ModelMessage]) -> None:
+        await c.add_to_thread(memory, self.thread_id, _entries(messages, _dump(messages)))
 
     # -- sync (Memory) -----------------------------------------------------
 
     def load(self) -> list[ModelMessage]:
         """The saved messages, oldest first (``[]`` before the first save)."""
-        return blocking(self._load(self._sync("load")))
+        return c.blocking(self._load(self._sync("load")))
 
     def save(self, messages: Sequence[ModelMessage], *, replace: bool = False) -> None:
         """Store the whole history ``messages``: write the ones after the stored history.
@@ -272,15 +257,15 @@ class MemorybankHistory:
         stored history, unless ``replace=True``: then the thread holds exactly
         ``messages`` (see the class docstring).
         """
-        blocking(self._save(self._sync("save"), messages, replace))
+        c.blocking(self._save(self._sync("save"), messages, replace))
 
     def append(self, messages: Sequence[ModelMessage]) -> None:
         """Append ``messages`` (``result.new_messages()``) in one all-or-nothing write."""
-        blocking(self._append(self._sync("append"), messages))
+        c.blocking(self._append(self._sync("append"), messages))
 
     def clear(self) -> None:
         """Remove every message of the history (the thread stays)."""
-        blocking(self._clear(self._sync("clear")))
+        c.blocking(c.clear_thread(self._sync("clear"), self.thread_id))
 
     # -- async (AsyncMemory) -----------------------------------------------
 
@@ -298,7 +283,7 @@ class MemorybankHistory:
 
     async def aclear(self) -> None:
         """``clear`` on an ``AsyncMemory``."""
-        await self._clear(self._async("clear"))
+        await c.clear_thread(self._async("clear"), self.thread_id)
 
     # -- history processor -------------------------------------------------
 

@@ -24,15 +24,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memorybank.integrations._common import needs_extra
 from memorybank.rules.ids import compound_id, new_id
 from memorybank.stores.contract import Record, RecordGuard
 
 try:
     from anthropic.lib.tools._beta_functions import ToolError
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "memorybank.integrations.anthropic needs the Anthropic SDK:"
-        " pip install 'memorybank[anthropic]'"
+    raise needs_extra(
+        "memorybank.integrations.anthropic", "the Anthropic SDK", "anthropic"
     ) from error
 
 __all__ = [
