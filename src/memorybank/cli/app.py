@@ -47,7 +47,6 @@ from memorybank.cli.common import (
     _console,
     _errors,
     chosen_embedder,
-    empty_listing,
     or_unset,
     resolve_url,
     shown_url,
@@ -104,6 +103,9 @@ def threads_table(threads: Sequence[Thread], *, title: str | None = None) -> Tab
             format_time(thread.updated_at),
         )
     return table
+
+
+THREADS = _cli_read.Listing("threads", draw=threads_table)
 
 
 # -- plumbing -------------------------------------------------------------------
@@ -184,8 +186,6 @@ def threads_command(
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
     """List threads, most recently updated first."""
-
-    console = _console()
     with _errors(), _cli_read.open_existing(url, tenant) as memory:
         threads = memory.threads.list(
             user_id=or_unset(user),
@@ -193,13 +193,7 @@ def threads_command(
             status=None if status is None else status.value,
             limit=limit,
         )
-        if as_json:
-            _cli_read.emit_json(threads)
-            return
-        if not threads:
-            console.print(empty_listing("threads", tenant, url, memory.store), soft_wrap=True)
-            return
-        console.print(threads_table(threads, title=f"threads (tenant {tenant})"))
+        THREADS.print(memory, threads, as_json=as_json, url=url, tenant=tenant)
 
 
 @app.command()

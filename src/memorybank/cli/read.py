@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -33,6 +33,7 @@ from memorybank.cli.common import (
     or_unset,
     resolve_url,
 )
+from memorybank.cli.render import CONTENT_CHARS, Column, cut_cell, records_table
 from memorybank.dump import format as _dump
 from memorybank.embeddings.base import Embedder
 from memorybank.errors import NotFound
@@ -46,7 +47,15 @@ if TYPE_CHECKING:
     from memorybank.core.judge import LLMJudge
     from memorybank.recall._async.search import SearchMode
 
-__all__ = ["JsonOption", "bm25_ranked", "emit_json", "message_text", "open_existing", "register"]
+__all__ = [
+    "JsonOption",
+    "Listing",
+    "bm25_ranked",
+    "emit_json",
+    "message_text",
+    "open_existing",
+    "register",
+]
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON (one document on stdout) instead of tables.")
@@ -102,9 +111,59 @@ def emit_json(value: Any) -> None:
     typer.echo(json.dumps(_dump.encode(value), ensure_ascii=False, indent=2))
 
 
-def _cell(text: str | None, limit: int = 160) -> Text:
-    flat = " ".join((text or "").split())
-    return Text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+def _cell(text: str | None, limit: int = CONTENT_CHARS) -> Text:
+    return cut_cell(" ".join((text or "").split()), limit)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Listing:
+    """What a listing command prints of ``WHAT`` (``print``): the records as JSON
+    (``--json``), the line saying there are none (``empty_listing``), or a table titled
+    ``WHAT (tenant T)``: ``columns`` (``wide`` takes the spare width), or ``draw``'s."""
+
+    what: str
+    columns: Sequence[Column] = ()
+    wide: str = ""
+    draw: Callable[..., Table] | None = None
+
+    def print(
+        self, memory: Memory, found: Sequence[Any], *, as_json: bool, url: str | None, tenant: str
+    ) -> None:
+        if as_json:
+            emit_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print(empty_listing(self.what, tenant, url, memory.store), soft_wrap=True)
+            return
+        title = f"{self.what} (tenant {tenant})"
+        if self.draw is not None:
+            console.print(self.draw(found, title=title))
+        else:
+            console.print(records_table(title, self.columns, found, wide=self.wide))
+
+
+#: The columns of listings: a record's id, owners, content and last change.
+ID: Column = ("id", lambda record: Text(record.id))
+AGENT: Column = ("agent", lambda record: Text(record.agent_id or "-"))
+USER: Column = ("user", lambda record: Text(record.user_id or "-"))
+CONTENT: Column = ("content", lambda record: _cell(record.content))
+UPDATED: Column = ("updated (UTC)", lambda record: format_time(record.updated_at))
+
+FACTS = Listing(
+    "facts",
+    (
+        ID,
+        ("v", lambda fact: str(fact.version)),
+        AGENT,
+        USER,
+        ("category", lambda fact: Text(fact.category or "-")),
+        CONTENT,
+        UPDATED,
+    ),
+    wide="content",
+)
+DOCUMENTS = Listing("documents", (ID, AGENT, USER, CONTENT, UPDATED), wide="content")
 
 
 def search(
@@ -265,27 +324,7 @@ def facts(
                 category=category,
                 include_expired=include_expired,
             )
-        if as_json:
-            emit_json(found)
-            return
-        console = _console()
-        if not found:
-            console.print(empty_listing("facts", tenant, url, memory.store), soft_wrap=True)
-            return
-        table = Table(title=f"facts (tenant {tenant})", title_justify="left")
-        for name in ("id", "v", "agent", "user", "category", "content", "updated (UTC)"):
-            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
-        for fact in found:
-            table.add_row(
-                Text(fact.id),
-                str(fact.version),
-                Text(fact.agent_id or "-"),
-                Text(fact.user_id or "-"),
-                Text(fact.category or "-"),
-                _cell(fact.content),
-                format_time(fact.updated_at),
-            )
-        console.print(table)
+        FACTS.print(memory, found, as_json=as_json, url=url, tenant=tenant)
 
 
 def documents(
@@ -299,25 +338,7 @@ def documents(
     """List documents, oldest first."""
     with _errors(), open_existing(url, tenant) as memory:
         found = memory.documents.list(user_id=or_unset(user), agent_id=or_unset(agent), limit=limit)
-        if as_json:
-            emit_json(found)
-            return
-        console = _console()
-        if not found:
-            console.print(empty_listing("documents", tenant, url, memory.store), soft_wrap=True)
-            return
-        table = Table(title=f"documents (tenant {tenant})", title_justify="left")
-        for name in ("id", "agent", "user", "content", "updated (UTC)"):
-            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
-        for doc in found:
-            table.add_row(
-                Text(doc.id),
-                Text(doc.agent_id or "-"),
-                Text(doc.user_id or "-"),
-                _cell(doc.content),
-                format_time(doc.updated_at),
-            )
-        console.print(table)
+        DOCUMENTS.print(memory, found, as_json=as_json, url=url, tenant=tenant)
 
 
 def context(
