@@ -39,8 +39,6 @@ the server.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import inspect
 import logging
 from collections.abc import Callable
@@ -291,20 +289,13 @@ def _pick(record: Any, shape: type[_T], **given: Any) -> _T:
     return cast(_T, {k: x.isoformat() if isinstance(x, datetime) else x for k, x in values.items()})
 
 
-def _offset_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
-
-
 def _read_offset(cursor: str | None) -> int:
-    if cursor is None:
-        return 0
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-        if text.startswith("o:") and text[2:].isdigit():
-            return int(text[2:])
-    except (binascii.Error, UnicodeError, ValueError):
-        pass
-    raise InvalidInput("cursor is not one this server returned", field="cursor")
+    """The offset a ``list_facts`` cursor (``graph_tools.page_cursor``) resumes at."""
+    refusal = "cursor is not one this server returned"
+    value = "0" if cursor is None else graph_tools.cursor_value(cursor, "o", refusal)
+    if not value.isdecimal():
+        raise InvalidInput(refusal, field="cursor")
+    return int(value)
 
 
 def _bounded(value: int, field: str, maximum: int) -> int:
@@ -757,7 +748,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         facts = await handle_for(ctx).facts.list(category=category)
         page: FactPage = {"facts": [_pick(f, FactOut) for f in facts[offset : offset + limit]]}
         if offset + limit < len(facts):
-            page["nextCursor"] = _offset_cursor(offset + limit)
+            page["nextCursor"] = graph_tools.page_cursor("o", offset + limit)
         return page
 
     @server.tool(
