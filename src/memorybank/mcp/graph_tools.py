@@ -42,17 +42,14 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NotRequired
+from typing import NotRequired
 
 from typing_extensions import TypedDict
 
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.graph._async import normalise
+from memorybank.graph._async import AsyncGraph, normalise
 from memorybank.graph.model import Direction, Entity
 from memorybank.rules.validate import MAX_LABEL_CHARS
-
-if TYPE_CHECKING:
-    from memorybank.graph._async import AsyncGraph
 
 __all__ = [
     "MAX_PAGE_CHARS",
