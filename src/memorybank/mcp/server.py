@@ -633,16 +633,14 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
             record = entry or hit.document or fact
             assert record is not None
             out.append(
-                {
-                    "kind": hit.kind,
-                    "id": hit.id,
-                    "score": hit.score,
-                    "content": hit.content,
-                    "thread_id": None if entry is None else entry.thread_id,
-                    "role": None if entry is None else entry.role,
-                    "category": None if fact is None else fact.category,
-                    "created_at": record.created_at.isoformat(),
-                }
+                _pick(
+                    hit,
+                    RecallHit,
+                    thread_id=None if entry is None else entry.thread_id,
+                    role=None if entry is None else entry.role,
+                    category=None if fact is None else fact.category,
+                    created_at=record.created_at,
+                )
             )
         return {"hits": out}
 
