@@ -198,7 +198,7 @@ def threads_command(
 
 @app.command()
 def show(
-    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    thread_id: _cli_read.ThreadArgument,
     last: Annotated[int, typer.Option("--last", min=1, help="Show the newest N entries.")] = 20,
     branch: Annotated[
         str | None,
@@ -324,6 +324,7 @@ def keys_revoke(
 
 
 webhooks_app = typer.Typer(help="Webhook endpoints of the tenants (docs/webhooks.md).")
+WebhookArgument = Annotated[str, typer.Argument(help="The endpoint id (wh_...).")]
 app.add_typer(webhooks_app, name="webhooks")
 
 
@@ -392,7 +393,7 @@ def _webhook_state(webhook_id: str, url: str | None, paused: bool) -> None:
 
 @webhooks_app.command("pause")
 def webhooks_pause(
-    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    webhook_id: WebhookArgument,
     url: UrlOption = None,
 ) -> None:
     """Pause deliveries to an endpoint."""
@@ -401,7 +402,7 @@ def webhooks_pause(
 
 @webhooks_app.command("resume")
 def webhooks_resume(
-    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    webhook_id: WebhookArgument,
     url: UrlOption = None,
 ) -> None:
     """Resume deliveries from the endpoint's cursor (nothing skipped; failures reset)."""
@@ -410,7 +411,7 @@ def webhooks_resume(
 
 @webhooks_app.command("delete")
 def webhooks_delete(
-    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    webhook_id: WebhookArgument,
     url: UrlOption = None,
 ) -> None:
     """Remove an endpoint."""

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JsonOption",
     "Listing",
+    "ThreadArgument",
     "bm25_ranked",
     "emit_json",
     "message_text",
@@ -60,6 +61,8 @@ __all__ = [
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON (one document on stdout) instead of tables.")
 ]
+ThreadArgument = Annotated[str, typer.Argument(help="The thread id.", show_default=False)]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")]
 
 
 class Mode(enum.StrEnum):
@@ -342,7 +345,7 @@ def documents(
 
 
 def context(
-    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    thread_id: ThreadArgument,
     agent: Annotated[str, typer.Option("--agent", help="The agent the context is for.")],
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Token budget.")] = 4000,
     user: UserOption = None,
@@ -457,8 +460,8 @@ def _confirm(yes: bool, what: str) -> None:
 
 
 def delete(
-    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    thread_id: ThreadArgument,
+    yes: YesOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
@@ -472,7 +475,7 @@ def delete(
 
 def forget_user(
     user_id: Annotated[str, typer.Argument(help="The user id.", show_default=False)],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    yes: YesOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
