@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -33,7 +34,6 @@ from memorybank.cli.common import (
     or_unset,
     resolve_url,
 )
-from memorybank.cli.render import CONTENT_CHARS, Column, cut_cell, records_table
 from memorybank.dump import format as _dump
 from memorybank.embeddings.base import Embedder
 from memorybank.errors import NotFound
@@ -47,16 +47,7 @@ if TYPE_CHECKING:
     from memorybank.core.judge import LLMJudge
     from memorybank.recall._async.search import SearchMode
 
-__all__ = [
-    "JsonOption",
-    "Listing",
-    "ThreadArgument",
-    "bm25_ranked",
-    "emit_json",
-    "message_text",
-    "open_existing",
-    "register",
-]
+__all__ = ["JsonOption", "bm25_ranked", "emit_json", "message_text", "open_existing", "register"]
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON (one document on stdout) instead of tables.")
@@ -114,18 +105,20 @@ def emit_json(value: Any) -> None:
     typer.echo(json.dumps(_dump.encode(value), ensure_ascii=False, indent=2))
 
 
-def _cell(text: str | None, limit: int = CONTENT_CHARS) -> Text:
-    return cut_cell(" ".join((text or "").split()), limit)
+def _cell(text: str | None, limit: int = 160) -> Text:
+    flat = " ".join((text or "").split())
+    return Text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Listing:
     """What a listing command prints of ``WHAT`` (``print``): the records as JSON
     (``--json``), the line saying there are none (``empty_listing``), or a table titled
-    ``WHAT (tenant T)``: ``columns`` (``wide`` takes the spare width), or ``draw``'s."""
+    ``WHAT (tenant T)``: ``draw``'s, or of ``columns`` (name, cell of a record; each
+    folded when long, ``wide`` taking the spare width)."""
 
     what: str
-    columns: Sequence[Column] = ()
+    columns: Sequence[tuple[str, Callable[[Any], RenderableType]]] = ()
     wide: str = ""
     draw: Callable[..., Table] | None = None
 
@@ -142,30 +135,25 @@ class Listing:
         title = f"{self.what} (tenant {tenant})"
         if self.draw is not None:
             console.print(self.draw(found, title=title))
-        else:
-            console.print(records_table(title, self.columns, found, wide=self.wide))
+            return
+        table = Table(title=title, title_justify="left")
+        for name, _ in self.columns:
+            table.add_column(name, overflow="fold", ratio=1 if name == self.wide else None)
+        for record in found:
+            table.add_row(*(cell(record) for _, cell in self.columns))
+        console.print(table)
 
 
-#: The columns of listings: a record's id, owners, content and last change.
-ID: Column = ("id", lambda record: Text(record.id))
-AGENT: Column = ("agent", lambda record: Text(record.agent_id or "-"))
-USER: Column = ("user", lambda record: Text(record.user_id or "-"))
-CONTENT: Column = ("content", lambda record: _cell(record.content))
-UPDATED: Column = ("updated (UTC)", lambda record: format_time(record.updated_at))
+#: The columns of listings: a name, and a record's cell.
+ID = ("id", lambda record: Text(record.id))
+AGENT = ("agent", lambda record: Text(record.agent_id or "-"))
+USER = ("user", lambda record: Text(record.user_id or "-"))
+CONTENT = ("content", lambda record: _cell(record.content))
+UPDATED = ("updated (UTC)", lambda record: format_time(record.updated_at))
+VERSION = ("v", lambda fact: str(fact.version))
+CATEGORY = ("category", lambda fact: Text(fact.category or "-"))
 
-FACTS = Listing(
-    "facts",
-    (
-        ID,
-        ("v", lambda fact: str(fact.version)),
-        AGENT,
-        USER,
-        ("category", lambda fact: Text(fact.category or "-")),
-        CONTENT,
-        UPDATED,
-    ),
-    wide="content",
-)
+FACTS = Listing("facts", (ID, VERSION, AGENT, USER, CATEGORY, CONTENT, UPDATED), wide="content")
 DOCUMENTS = Listing("documents", (ID, AGENT, USER, CONTENT, UPDATED), wide="content")
 
 

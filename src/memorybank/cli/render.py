@@ -3,25 +3,15 @@ and the demo share it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
-from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from memorybank.records import Entry
 
-__all__ = [
-    "CONTENT_CHARS",
-    "Column",
-    "cut_cell",
-    "entries_table",
-    "format_content",
-    "format_time",
-    "records_table",
-]
+__all__ = ["CONTENT_CHARS", "entries_table", "format_content", "format_time"]
 
 #: Longest content shown in a table cell before it is cut with an ellipsis.
 CONTENT_CHARS = 160
@@ -30,28 +20,6 @@ CONTENT_CHARS = 160
 def format_time(when: datetime) -> str:
     """A record time as ``YYYY-MM-DD HH:MM:SS`` (records are UTC)."""
     return when.strftime("%Y-%m-%d %H:%M:%S")
-
-
-#: A column of a listing's table: its name, and its cell of a record.
-Column = tuple[str, Callable[[Any], RenderableType]]
-
-
-def cut_cell(flat: str, limit: int = CONTENT_CHARS) -> Text:
-    """One line of text as a table cell, cut at ``limit`` characters with an ellipsis."""
-    return Text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
-
-
-def records_table(
-    title: str, columns: Sequence[Column], records: Iterable[Any], *, wide: str
-) -> Table:
-    """A listing's table: a row per record, every cell folded when long, the ``wide``
-    column taking the spare width."""
-    table = Table(title=title, title_justify="left")
-    for name, _ in columns:
-        table.add_column(name, overflow="fold", ratio=1 if name == wide else None)
-    for record in records:
-        table.add_row(*(cell(record) for _, cell in columns))
-    return table
 
 
 def format_content(entry: Entry, limit: int = CONTENT_CHARS) -> str:

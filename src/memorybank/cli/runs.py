@@ -24,7 +24,6 @@ from memorybank.cli.common import (
     as_seen_by,
 )
 from memorybank.cli.read import AGENT, USER, JsonOption, Listing, open_existing
-from memorybank.cli.render import Column, cut_cell
 from memorybank.memory._sync.memory import DEFAULT_TENANT
 
 __all__ = ["register", "runs", "snapshots"]
@@ -32,11 +31,12 @@ __all__ = ["register", "runs", "snapshots"]
 LimitOption = Annotated[int, typer.Option("--limit", min=1, help="At most this many.")]
 
 
-def _json_cell(value: Any) -> Text:
-    return cut_cell(json.dumps(value, ensure_ascii=False, default=str))
+def _json_cell(value: Any, limit: int = 160) -> Text:
+    flat = json.dumps(value, ensure_ascii=False, default=str)
+    return Text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
 
 
-RUN: Column = ("run", lambda saved: Text(saved.run_id))
+RUN = ("run", lambda saved: Text(saved.run_id))
 RUNS = Listing(
     "runs", (RUN, USER, AGENT, ("values", lambda run: _json_cell(run.items))), wide="values"
 )
