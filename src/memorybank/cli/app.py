@@ -47,7 +47,6 @@ from memorybank.cli.common import (
     _console,
     _errors,
     chosen_embedder,
-    empty_listing,
     or_unset,
     resolve_url,
     shown_url,
@@ -104,6 +103,9 @@ def threads_table(threads: Sequence[Thread], *, title: str | None = None) -> Tab
             format_time(thread.updated_at),
         )
     return table
+
+
+THREADS = _cli_read.Listing("threads", draw=threads_table)
 
 
 # -- plumbing -------------------------------------------------------------------
@@ -184,8 +186,6 @@ def threads_command(
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
     """List threads, most recently updated first."""
-
-    console = _console()
     with _errors(), _cli_read.open_existing(url, tenant) as memory:
         threads = memory.threads.list(
             user_id=or_unset(user),
@@ -193,18 +193,12 @@ def threads_command(
             status=None if status is None else status.value,
             limit=limit,
         )
-        if as_json:
-            _cli_read.emit_json(threads)
-            return
-        if not threads:
-            console.print(empty_listing("threads", tenant, url, memory.store), soft_wrap=True)
-            return
-        console.print(threads_table(threads, title=f"threads (tenant {tenant})"))
+        THREADS.print(memory, threads, as_json=as_json, url=url, tenant=tenant)
 
 
 @app.command()
 def show(
-    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    thread_id: _cli_read.ThreadArgument,
     last: Annotated[int, typer.Option("--last", min=1, help="Show the newest N entries.")] = 20,
     branch: Annotated[
         str | None,
@@ -330,6 +324,7 @@ def keys_revoke(
 
 
 webhooks_app = typer.Typer(help="Webhook endpoints of the tenants (docs/webhooks.md).")
+WebhookArgument = Annotated[str, typer.Argument(help="The endpoint id (wh_...).")]
 app.add_typer(webhooks_app, name="webhooks")
 
 
@@ -398,7 +393,7 @@ def _webhook_state(webhook_id: str, url: str | None, paused: bool) -> None:
 
 @webhooks_app.command("pause")
 def webhooks_pause(
-    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    webhook_id: WebhookArgument,
     url: UrlOption = None,
 ) -> None:
     """Pause deliveries to an endpoint."""
@@ -407,7 +402,7 @@ def webhooks_pause(
 
 @webhooks_app.command("resume")
 def webhooks_resume(
-    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    webhook_id: WebhookArgument,
     url: UrlOption = None,
 ) -> None:
     """Resume deliveries from the endpoint's cursor (nothing skipped; failures reset)."""
@@ -416,7 +411,7 @@ def webhooks_resume(
 
 @webhooks_app.command("delete")
 def webhooks_delete(
-    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    webhook_id: WebhookArgument,
     url: UrlOption = None,
 ) -> None:
     """Remove an endpoint."""

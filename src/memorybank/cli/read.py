@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -51,6 +52,8 @@ __all__ = ["JsonOption", "bm25_ranked", "emit_json", "message_text", "open_exist
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON (one document on stdout) instead of tables.")
 ]
+ThreadArgument = Annotated[str, typer.Argument(help="The thread id.", show_default=False)]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")]
 
 
 class Mode(enum.StrEnum):
@@ -105,6 +108,53 @@ def emit_json(value: Any) -> None:
 def _cell(text: str | None, limit: int = 160) -> Text:
     flat = " ".join((text or "").split())
     return Text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Listing:
+    """What a listing command prints of ``WHAT`` (``print``): the records as JSON
+    (``--json``), the line saying there are none (``empty_listing``), or a table titled
+    ``WHAT (tenant T)``: ``draw``'s, or of ``columns`` (name, cell of a record; each
+    folded when long, ``wide`` taking the spare width)."""
+
+    what: str
+    columns: Sequence[tuple[str, Callable[[Any], RenderableType]]] = ()
+    wide: str = ""
+    draw: Callable[..., Table] | None = None
+
+    def print(
+        self, memory: Memory, found: Sequence[Any], *, as_json: bool, url: str | None, tenant: str
+    ) -> None:
+        if as_json:
+            emit_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print(empty_listing(self.what, tenant, url, memory.store), soft_wrap=True)
+            return
+        title = f"{self.what} (tenant {tenant})"
+        if self.draw is not None:
+            console.print(self.draw(found, title=title))
+            return
+        table = Table(title=title, title_justify="left")
+        for name, _ in self.columns:
+            table.add_column(name, overflow="fold", ratio=1 if name == self.wide else None)
+        for record in found:
+            table.add_row(*(cell(record) for _, cell in self.columns))
+        console.print(table)
+
+
+#: The columns of listings: a name, and a record's cell.
+ID = ("id", lambda record: Text(record.id))
+AGENT = ("agent", lambda record: Text(record.agent_id or "-"))
+USER = ("user", lambda record: Text(record.user_id or "-"))
+CONTENT = ("content", lambda record: _cell(record.content))
+UPDATED = ("updated (UTC)", lambda record: format_time(record.updated_at))
+VERSION = ("v", lambda fact: str(fact.version))
+CATEGORY = ("category", lambda fact: Text(fact.category or "-"))
+
+FACTS = Listing("facts", (ID, VERSION, AGENT, USER, CATEGORY, CONTENT, UPDATED), wide="content")
+DOCUMENTS = Listing("documents", (ID, AGENT, USER, CONTENT, UPDATED), wide="content")
 
 
 def search(
@@ -265,27 +315,7 @@ def facts(
                 category=category,
                 include_expired=include_expired,
             )
-        if as_json:
-            emit_json(found)
-            return
-        console = _console()
-        if not found:
-            console.print(empty_listing("facts", tenant, url, memory.store), soft_wrap=True)
-            return
-        table = Table(title=f"facts (tenant {tenant})", title_justify="left")
-        for name in ("id", "v", "agent", "user", "category", "content", "updated (UTC)"):
-            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
-        for fact in found:
-            table.add_row(
-                Text(fact.id),
-                str(fact.version),
-                Text(fact.agent_id or "-"),
-                Text(fact.user_id or "-"),
-                Text(fact.category or "-"),
-                _cell(fact.content),
-                format_time(fact.updated_at),
-            )
-        console.print(table)
+        FACTS.print(memory, found, as_json=as_json, url=url, tenant=tenant)
 
 
 def documents(
@@ -299,29 +329,11 @@ def documents(
     """List documents, oldest first."""
     with _errors(), open_existing(url, tenant) as memory:
         found = memory.documents.list(user_id=or_unset(user), agent_id=or_unset(agent), limit=limit)
-        if as_json:
-            emit_json(found)
-            return
-        console = _console()
-        if not found:
-            console.print(empty_listing("documents", tenant, url, memory.store), soft_wrap=True)
-            return
-        table = Table(title=f"documents (tenant {tenant})", title_justify="left")
-        for name in ("id", "agent", "user", "content", "updated (UTC)"):
-            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
-        for doc in found:
-            table.add_row(
-                Text(doc.id),
-                Text(doc.agent_id or "-"),
-                Text(doc.user_id or "-"),
-                _cell(doc.content),
-                format_time(doc.updated_at),
-            )
-        console.print(table)
+        DOCUMENTS.print(memory, found, as_json=as_json, url=url, tenant=tenant)
 
 
 def context(
-    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    thread_id: ThreadArgument,
     agent: Annotated[str, typer.Option("--agent", help="The agent the context is for.")],
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Token budget.")] = 4000,
     user: UserOption = None,
@@ -436,8 +448,8 @@ def _confirm(yes: bool, what: str) -> None:
 
 
 def delete(
-    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    thread_id: ThreadArgument,
+    yes: YesOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
@@ -451,7 +463,7 @@ def delete(
 
 def forget_user(
     user_id: Annotated[str, typer.Argument(help="The user id.", show_default=False)],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    yes: YesOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:

@@ -13,7 +13,6 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from memorybank.cli.common import (
@@ -21,12 +20,10 @@ from memorybank.cli.common import (
     TenantOption,
     UrlOption,
     UserOption,
-    _console,
     _errors,
     as_seen_by,
-    empty_listing,
 )
-from memorybank.cli.read import JsonOption, emit_json, open_existing
+from memorybank.cli.read import AGENT, USER, JsonOption, Listing, open_existing
 from memorybank.memory._sync.memory import DEFAULT_TENANT
 
 __all__ = ["register", "runs", "snapshots"]
@@ -37,6 +34,17 @@ LimitOption = Annotated[int, typer.Option("--limit", min=1, help="At most this m
 def _json_cell(value: Any, limit: int = 160) -> Text:
     flat = json.dumps(value, ensure_ascii=False, default=str)
     return Text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+RUN = ("run", lambda saved: Text(saved.run_id))
+RUNS = Listing(
+    "runs", (RUN, USER, AGENT, ("values", lambda run: _json_cell(run.items))), wide="values"
+)
+SNAPSHOTS = Listing(
+    "snapshots",
+    (RUN, ("owner", USER[1]), ("value", lambda saved: _json_cell(saved.value))),
+    wide="value",
+)
 
 
 def runs(
@@ -50,24 +58,7 @@ def runs(
     """List the runs holding working memory, by run id, with their values."""
     with _errors(), open_existing(url, tenant) as memory:
         found = as_seen_by(memory, user, agent).working_runs(limit=limit)
-        if as_json:
-            emit_json(found)
-            return
-        console = _console()
-        if not found:
-            console.print(empty_listing("runs", tenant, url, memory.store), soft_wrap=True)
-            return
-        table = Table(title=f"runs (tenant {tenant})", title_justify="left")
-        for name in ("run", "user", "agent", "values"):
-            table.add_column(name, overflow="fold", ratio=1 if name == "values" else None)
-        for run in found:
-            table.add_row(
-                Text(run.run_id),
-                Text(run.user_id or "-"),
-                Text(run.agent_id or "-"),
-                _json_cell(run.items),
-            )
-        console.print(table)
+        RUNS.print(memory, found, as_json=as_json, url=url, tenant=tenant)
 
 
 def snapshots(
@@ -80,19 +71,7 @@ def snapshots(
     """List the saved snapshots, by run id (with --user: hers and unowned ones)."""
     with _errors(), open_existing(url, tenant) as memory:
         found = as_seen_by(memory, user).snapshots.list(limit=limit)
-        if as_json:
-            emit_json(found)
-            return
-        console = _console()
-        if not found:
-            console.print(empty_listing("snapshots", tenant, url, memory.store), soft_wrap=True)
-            return
-        table = Table(title=f"snapshots (tenant {tenant})", title_justify="left")
-        for name in ("run", "owner", "value"):
-            table.add_column(name, overflow="fold", ratio=1 if name == "value" else None)
-        for saved in found:
-            table.add_row(Text(saved.run_id), Text(saved.user_id or "-"), _json_cell(saved.value))
-        console.print(table)
+        SNAPSHOTS.print(memory, found, as_json=as_json, url=url, tenant=tenant)
 
 
 def register(app: typer.Typer) -> None:

@@ -42,17 +42,14 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NotRequired
+from typing import NotRequired
 
 from typing_extensions import TypedDict
 
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.graph._async import normalise
+from memorybank.graph._async import AsyncGraph, normalise
 from memorybank.graph.model import Direction, Entity
 from memorybank.rules.validate import MAX_LABEL_CHARS
-
-if TYPE_CHECKING:
-    from memorybank.graph._async import AsyncGraph
 
 __all__ = [
     "MAX_PAGE_CHARS",
@@ -334,27 +331,30 @@ async def _with_relations(graph: AsyncGraph, entities: Sequence[Entity]) -> Know
     return result
 
 
-def _page_cursor(entity: Entity) -> str:
-    return base64.urlsafe_b64encode(f"e:{entity.id}".encode()).decode()
+def page_cursor(tag: str, value: object) -> str:
+    """A page cursor of the MCP tools: ``TAG:VALUE`` in URL-safe base64 (``read_graph``:
+    ``e:`` and the page's last entity id; ``list_facts``: ``o:`` and an offset)."""
+    return base64.urlsafe_b64encode(f"{tag}:{value}".encode()).decode()
 
 
-def _after(cursor: str | None) -> str | None:
-    """The entity id a ``read_graph`` cursor resumes after."""
-    if cursor is None:
-        return None
+def cursor_value(cursor: str, tag: str, refusal: str) -> str:
+    """The non-empty value of a ``page_cursor`` of ``tag``; any other is ``InvalidInput``."""
     try:
         text = base64.urlsafe_b64decode(cursor.encode()).decode()
     except (binascii.Error, UnicodeError, ValueError):
         text = ""
-    if not text.startswith("e:") or len(text) < 3:
-        raise InvalidInput("cursor is not one read_graph returned", field="cursor")
-    return text[2:]
+    if not text.startswith(f"{tag}:") or len(text) <= len(tag) + 1:
+        raise InvalidInput(refusal, field="cursor")
+    return text[len(tag) + 1 :]
 
 
 def _check_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
         raise InvalidInput(f"limit must be an integer from 1 to {PAGE_MAX}", field="limit")
     return limit
+
+
+_NOT_A_PAGE = "cursor is not one read_graph returned"
 
 
 async def read_graph(
@@ -370,7 +370,8 @@ async def read_graph(
     between is refused (``InvalidInput``): start again without one.
     """
     limit = _check_limit(limit)
-    found = await graph.find_entities(limit=limit + 1, cursor=_after(cursor))
+    after = None if cursor is None else cursor_value(cursor, "e", _NOT_A_PAGE)
+    found = await graph.find_entities(limit=limit + 1, cursor=after)
     more = len(found) > limit
     entities = found[:limit]
     listed, cut = await _touching(graph, entities, "out")
@@ -390,7 +391,7 @@ async def read_graph(
     if cut:
         result["truncated"] = True
     if more and last is not None:
-        result["nextCursor"] = _page_cursor(last)
+        result["nextCursor"] = page_cursor("e", last.id)
     return result
 
 

@@ -39,8 +39,6 @@ the server.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import inspect
 import logging
 from collections.abc import Callable
@@ -55,6 +53,7 @@ from typing import (
     TypeVar,
     cast,
     get_origin,
+    get_type_hints,
 )
 
 from pydantic import Field, ValidationError
@@ -73,13 +72,10 @@ from memorybank.errors import (
 )
 from memorybank.mcp import graph_tools
 from memorybank.mcp.graph_tools import (
-    AddedObservations,
-    KnowledgeGraph,
     McpEntity,
     McpRelation,
     ObservationDeletion,
     ObservationsToAdd,
-    Outcome,
 )
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules import validate as v
@@ -291,20 +287,13 @@ def _pick(record: Any, shape: type[_T], **given: Any) -> _T:
     return cast(_T, {k: x.isoformat() if isinstance(x, datetime) else x for k, x in values.items()})
 
 
-def _offset_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
-
-
 def _read_offset(cursor: str | None) -> int:
-    if cursor is None:
-        return 0
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-        if text.startswith("o:") and text[2:].isdigit():
-            return int(text[2:])
-    except (binascii.Error, UnicodeError, ValueError):
-        pass
-    raise InvalidInput("cursor is not one this server returned", field="cursor")
+    """The offset a ``list_facts`` cursor (``graph_tools.page_cursor``) resumes at."""
+    refusal = "cursor is not one this server returned"
+    value = "0" if cursor is None else graph_tools.cursor_value(cursor, "o", refusal)
+    if not value.isdecimal():
+        raise InvalidInput(refusal, field="cursor")
+    return int(value)
 
 
 def _bounded(value: int, field: str, maximum: int) -> int:
@@ -481,143 +470,132 @@ def build_server(
     return server
 
 
+def _batch(item: Any, description: str | None = None) -> Any:
+    """A graph write's list argument: at most 100 items."""
+    return Annotated[list[item], Field(description=description, max_length=100)]
+
+
+def _page_limit(description: str, default: int) -> tuple[Any, int]:
+    """A graph read's ``limit`` argument and its default: from 1 to ``PAGE_MAX``."""
+    return Annotated[int, Field(description=description, ge=1, le=graph_tools.PAGE_MAX)], default
+
+
 def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
-    """The reference memory server's nine tools (``memorybank.mcp.graph_tools``)."""
+    """The reference memory server's nine tools: the functions of ``memorybank.mcp.graph_tools``
+    on the caller's ``memory.graph``, under their names, returning what they return."""
 
-    @server.tool(
-        title="Create Entities",
-        description="Create multiple new entities in the knowledge graph. "
+    def tool(
+        call: Callable[..., Any],
+        title: str,
+        annotations: ToolAnnotations,
+        description: str,
+        **arguments: Any,
+    ) -> None:
+        """Register ``call``: ``arguments`` (an annotation, or ``(annotation, default)``) are
+        its own after ``graph``, in their order, under the tool's names."""
+        names = dict(zip(arguments, list(inspect.signature(call).parameters)[1:], strict=True))
+
+        async def run(ctx: Context, **given: Any) -> Any:
+            return await call(handle_for(ctx).graph, **{names[k]: x for k, x in given.items()})
+
+        keyword, none = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.empty
+        parameters = [inspect.Parameter("ctx", keyword, annotation=Context)]
+        for name, spec in arguments.items():
+            annotation, default = spec if isinstance(spec, tuple) else (spec, none)
+            parameters.append(
+                inspect.Parameter(name, keyword, annotation=annotation, default=default)
+            )
+        run.__name__ = call.__name__  # the tool's name, and its arguments schema's title
+        run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            parameters, return_annotation=get_type_hints(call)["return"]
+        )
+        server.tool(title=title, description=description, annotations=annotations)(run)
+
+    tool(
+        graph_tools.create_entities,
+        "Create Entities",
+        _ADD_ONCE,
+        "Create multiple new entities in the knowledge graph. "
         "An entity whose name already exists is left as it is and not returned.",
-        annotations=_ADD_ONCE,
+        entities=_batch(McpEntity, "The entities to create"),
     )
-    async def create_entities(
-        entities: Annotated[
-            list[McpEntity], Field(description="The entities to create", max_length=100)
-        ],
-        ctx: Context,
-    ) -> graph_tools.CreatedEntities:
-        return await graph_tools.create_entities(handle_for(ctx).graph, entities)
-
-    @server.tool(
-        title="Create Relations",
-        description="Create multiple new relations between entities in the knowledge graph. "
+    tool(
+        graph_tools.create_relations,
+        "Create Relations",
+        _ADD_ONCE,
+        "Create multiple new relations between entities in the knowledge graph. "
         "Relations should be in active voice. Both entities must exist.",
-        annotations=_ADD_ONCE,
+        relations=_batch(McpRelation, "The relations to create"),
     )
-    async def create_relations(
-        relations: Annotated[
-            list[McpRelation], Field(description="The relations to create", max_length=100)
-        ],
-        ctx: Context,
-    ) -> graph_tools.CreatedRelations:
-        return await graph_tools.create_relations(handle_for(ctx).graph, relations)
-
-    @server.tool(
-        title="Add Observations",
-        description="Add new observations to existing entities in the knowledge graph",
-        annotations=_ADD_ONCE,
+    tool(
+        graph_tools.add_observations,
+        "Add Observations",
+        _ADD_ONCE,
+        "Add new observations to existing entities in the knowledge graph",
+        observations=_batch(ObservationsToAdd),
     )
-    async def add_observations(
-        observations: Annotated[list[ObservationsToAdd], Field(max_length=100)],
-        ctx: Context,
-    ) -> AddedObservations:
-        return await graph_tools.add_observations(handle_for(ctx).graph, observations)
-
-    @server.tool(
-        title="Delete Entities",
-        description="Delete multiple entities and their associated relations from the "
-        "knowledge graph",
-        annotations=_DELETE,
+    tool(
+        graph_tools.delete_entities,
+        "Delete Entities",
+        _DELETE,
+        "Delete multiple entities and their associated relations from the knowledge graph",
+        entityNames=_batch(str, "An array of entity names to delete"),
     )
-    async def delete_entities(
-        entityNames: Annotated[
-            list[str], Field(description="An array of entity names to delete", max_length=100)
-        ],
-        ctx: Context,
-    ) -> Outcome:
-        return await graph_tools.delete_entities(handle_for(ctx).graph, entityNames)
-
-    @server.tool(
-        title="Delete Observations",
-        description="Delete specific observations from entities in the knowledge graph",
-        annotations=_DELETE,
+    tool(
+        graph_tools.delete_observations,
+        "Delete Observations",
+        _DELETE,
+        "Delete specific observations from entities in the knowledge graph",
+        deletions=_batch(ObservationDeletion),
     )
-    async def delete_observations(
-        deletions: Annotated[list[ObservationDeletion], Field(max_length=100)],
-        ctx: Context,
-    ) -> Outcome:
-        return await graph_tools.delete_observations(handle_for(ctx).graph, deletions)
-
-    @server.tool(
-        title="Delete Relations",
-        description="Delete multiple relations from the knowledge graph",
-        annotations=_DELETE,
+    tool(
+        graph_tools.delete_relations,
+        "Delete Relations",
+        _DELETE,
+        "Delete multiple relations from the knowledge graph",
+        relations=_batch(McpRelation, "An array of relations to delete"),
     )
-    async def delete_relations(
-        relations: Annotated[
-            list[McpRelation],
-            Field(description="An array of relations to delete", max_length=100),
-        ],
-        ctx: Context,
-    ) -> Outcome:
-        return await graph_tools.delete_relations(handle_for(ctx).graph, relations)
-
-    @server.tool(
-        title="Read Graph",
-        description="Read the knowledge graph, one page at a time: entities with the "
-        "relations that start at them. When nextCursor is present, call again with "
-        "cursor=nextCursor for the next page.",
-        annotations=_READ,
+    tool(
+        graph_tools.read_graph,
+        "Read Graph",
+        _READ,
+        "Read the knowledge graph, one page at a time: entities with the relations that start "
+        "at them. When nextCursor is present, call again with cursor=nextCursor for the next page.",
+        cursor=(
+            Annotated[
+                str | None, Field(description="nextCursor of the previous page (omit: first page)")
+            ],
+            None,
+        ),
+        limit=_page_limit("Most entities on this page", graph_tools.PAGE_DEFAULT),
     )
-    async def read_graph(
-        ctx: Context,
-        cursor: Annotated[
-            str | None, Field(description="nextCursor of the previous page (omit: first page)")
-        ] = None,
-        limit: Annotated[
-            int,
-            Field(description="Most entities on this page", ge=1, le=graph_tools.PAGE_MAX),
-        ] = graph_tools.PAGE_DEFAULT,
-    ) -> KnowledgeGraph:
-        return await graph_tools.read_graph(handle_for(ctx).graph, cursor=cursor, limit=limit)
-
-    @server.tool(
-        title="Search Nodes",
-        description="Search for nodes in the knowledge graph based on a query (names, types, "
-        "aliases and observations); returns the best matches and their relations",
-        annotations=_READ,
-    )
-    async def search_nodes(
-        query: Annotated[
+    tool(
+        graph_tools.search_nodes,
+        "Search Nodes",
+        _READ,
+        "Search for nodes in the knowledge graph based on a query (names, types, aliases and "
+        "observations); returns the best matches and their relations",
+        query=Annotated[
             str,
             Field(
                 description="The search query to match against entity names, types, "
                 "and observation content"
             ),
         ],
-        ctx: Context,
-        limit: Annotated[
-            int, Field(description="Most entities returned", ge=1, le=graph_tools.PAGE_MAX)
-        ] = graph_tools.SEARCH_DEFAULT,
-    ) -> KnowledgeGraph:
-        return await graph_tools.search_nodes(handle_for(ctx).graph, query, limit=limit)
-
-    @server.tool(
-        title="Open Nodes",
-        description="Open specific nodes in the knowledge graph by their names",
-        annotations=_READ,
+        limit=_page_limit("Most entities returned", graph_tools.SEARCH_DEFAULT),
     )
-    async def open_nodes(
-        names: Annotated[
+    tool(
+        graph_tools.open_nodes,
+        "Open Nodes",
+        _READ,
+        "Open specific nodes in the knowledge graph by their names",
+        names=Annotated[
             list[str],
             Field(
-                description="An array of entity names to retrieve",
-                max_length=graph_tools.PAGE_MAX,
+                description="An array of entity names to retrieve", max_length=graph_tools.PAGE_MAX
             ),
         ],
-        ctx: Context,
-    ) -> KnowledgeGraph:
-        return await graph_tools.open_nodes(handle_for(ctx).graph, names)
+    )
 
 
 def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Principals) -> None:
@@ -655,16 +633,14 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
             record = entry or hit.document or fact
             assert record is not None
             out.append(
-                {
-                    "kind": hit.kind,
-                    "id": hit.id,
-                    "score": hit.score,
-                    "content": hit.content,
-                    "thread_id": None if entry is None else entry.thread_id,
-                    "role": None if entry is None else entry.role,
-                    "category": None if fact is None else fact.category,
-                    "created_at": record.created_at.isoformat(),
-                }
+                _pick(
+                    hit,
+                    RecallHit,
+                    thread_id=None if entry is None else entry.thread_id,
+                    role=None if entry is None else entry.role,
+                    category=None if fact is None else fact.category,
+                    created_at=record.created_at,
+                )
             )
         return {"hits": out}
 
@@ -757,7 +733,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         facts = await handle_for(ctx).facts.list(category=category)
         page: FactPage = {"facts": [_pick(f, FactOut) for f in facts[offset : offset + limit]]}
         if offset + limit < len(facts):
-            page["nextCursor"] = _offset_cursor(offset + limit)
+            page["nextCursor"] = graph_tools.page_cursor("o", offset + limit)
         return page
 
     @server.tool(
