@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.locomo_memorybank import cap_candidates, parse_candidates
 from memorybank import Memory
 from memorybank.embeddings import Embedder, LocalEmbedder
 from memorybank.recall import BM25Index
@@ -60,6 +61,10 @@ AGENT = "longmemeval"
 USER = "longmemeval-user"
 FILE = "longmemeval_s_dev.json.gz"
 SEARCH_K = 30
+#: ``--candidates N[/M]``: the candidates of a ``k = 10`` search at
+#: ``HYBRID_CANDIDATES = N`` (``k = 30`` reads ``max(N, 90)``), or N full-text and M
+#: vector ones, all of them ranked.
+candidates: tuple[int, int] | None = None
 KS = (5, 10)
 TYPES = (
     "single-session-user",
@@ -254,6 +259,8 @@ def evaluate_question(
         if turn.get("has_answer")
     }
     memory = Memory(url, embedder=embedder)
+    if candidates is not None:
+        cap_candidates(memory.store, *candidates)
     try:
         start = time.perf_counter()
         session_of: dict[str, str] = {}
@@ -365,7 +372,16 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="list the turn misses and the session all@5 misses (each evidence session's place)",
     )
+    parser.add_argument(
+        "--candidates",
+        type=parse_candidates,
+        default=None,
+        help="dev: N or N/M, the candidates of a k=10 search at HYBRID_CANDIDATES=N (or N"
+        " full-text and M vector ones), all ranked",
+    )
     args = parser.parse_args(argv)
+    global candidates
+    candidates = args.candidates
     path = args.data or default_data()
     if not path.exists():
         print(f"skipped: LongMemEval data not found at {path} (see --data)")

@@ -58,7 +58,15 @@ from memorybank.embeddings import Embedder, LocalEmbedder
 from memorybank.importance import HalfLife
 from memorybank.recall import SearchOptions
 
-__all__ = ["cost", "ingest_users", "parse_session_date", "retrieve", "retrieve_user"]
+__all__ = [
+    "cap_candidates",
+    "cost",
+    "ingest_users",
+    "parse_candidates",
+    "parse_session_date",
+    "retrieve",
+    "retrieve_user",
+]
 
 AGENT = "locomo"
 _memory: Memory | None = None
@@ -74,6 +82,9 @@ options: SearchOptions | None = None
 #: search reads grows with ``k`` (``max(HYBRID_CANDIDATES, 3k)`` per index), so
 #: ``K = 33`` measures the candidates a ``k <= 33`` search really has.
 fallback_k: int | None = None
+#: ``--candidates N[/M]``: the candidates of a ``k = 10`` search at
+#: ``HYBRID_CANDIDATES = N`` (or N full-text and M vector ones), all of them ranked.
+candidates: tuple[int, int] | None = None
 #: ``--decay DAYS``: every search with ``decay=HalfLife(days=DAYS)`` (None: off, the default).
 decay: HalfLife | None = None
 #: ``--loo``: the settings scored leave-one-conversation-out (name -> options).
@@ -147,6 +158,32 @@ class CachedEmbedder:
         self._dirty = False
 
 
+def cap_candidates(store: Any, keyword: int, vector: int | None = None) -> None:
+    """Dev (``--candidates N[/M]``, here and in ``bench_longmemeval``): the hybrid search
+    with ``HYBRID_CANDIDATES`` the larger of the two, the store's full-text search asked
+    for at most ``keyword`` candidates and its vector search for at most ``vector``
+    (default: as many), so a search of any ``k`` reads the candidates of a ``k = 10``
+    one and ranks them all (the recall benches ask for every turn, or 30, which would
+    read more)."""
+    from memorybank.recall._sync import search
+
+    caps = {"text_search": keyword, "vector_search": keyword if vector is None else vector}
+    search.HYBRID_CANDIDATES = max(caps.values())
+    for name, cap in caps.items():
+        method = getattr(store, name)
+
+        def capped(*args: Any, _method: Any = method, _cap: int = cap, k: int, **kw: Any) -> Any:
+            return _method(*args, k=min(k, _cap), **kw)
+
+        setattr(store, name, capped)
+
+
+def parse_candidates(text: str) -> tuple[int, int]:
+    """``--candidates``: ``"50"`` (each index) or ``"60/40"`` (full text / vectors)."""
+    keyword, _, vector = text.partition("/")
+    return int(keyword), int(vector or keyword)
+
+
 def parse_session_date(text: str) -> datetime | None:
     """``"1:56 pm on 8 May, 2023"`` -> 2023-05-08 13:56 UTC."""
     for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
@@ -162,6 +199,8 @@ def _get_memory() -> Memory:
     if _memory is None:
         url = os.environ.get("MEMORYBANK_LOCOMO_URL", "sqlite://")
         _memory = Memory(url, embedder=make_embedder())
+        if candidates is not None:
+            cap_candidates(_memory.store, *candidates)
     return _memory
 
 
@@ -372,8 +411,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--decay-floor", type=float, default=0.5, help="with --decay: HalfLife's floor"
     )
+    parser.add_argument(
+        "--candidates",
+        type=parse_candidates,
+        default=None,
+        help="N or N/M: the candidates of a k=10 search at HYBRID_CANDIDATES=N (or N full-text"
+        " and M vector ones), all ranked (without it every turn is a candidate: the bench"
+        " asks for every turn)",
+    )
     args = parser.parse_args(argv)
-    global fallback_k, decay
+    global fallback_k, decay, candidates
+    candidates = args.candidates
     if args.decay is not None:
         decay = HalfLife(days=args.decay, floor=args.decay_floor)
     if args.fallback_k is not None:
