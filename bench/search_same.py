@@ -35,10 +35,8 @@ def _hit(hit: Hit) -> list[Any]:
     return [hit.kind, hit.id, hit.score, sorted(hit.signals.items()), hit.superseded]
 
 
-def _calls(
-    memory: AsyncMemory, users: list[str], threads: dict[str, list[str]], n: int
-) -> list[Any]:
-    """``n`` varied searches: (user or None, keyword arguments)."""
+def _calls(users: list[str], threads: dict[str, list[str]], n: int) -> list[Any]:
+    """``n`` varied searches: (query number, keyword arguments)."""
     rng = np.random.default_rng(11)
     kinds = [("entries", "documents"), ("entries",), ("entries", "documents", "facts"), ("facts",)]
     out: list[Any] = []
