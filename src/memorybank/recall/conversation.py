@@ -238,8 +238,10 @@ class ConversationStructure:
                 [v if v.ndim == 1 else v.reshape(-1) for _, v in given], dtype=np.float64
             ).reshape(len(at), dim)
             # per row as ``np.linalg.norm`` of one vector computes it (its dot product):
-            # the same bits as before, so no tie between candidates moves
-            norms = np.sqrt(np.fromiter((r.dot(r) for r in rows), np.float64, len(at)))
+            # the same bits as before, so no tie between candidates moves. ``matmul`` of
+            # a stack of row @ column pairs runs that dot product (NumPy's vector @ vector
+            # case) for every row in one call, not one Python call a row.
+            norms = np.sqrt(np.matmul(rows[:, None, :], rows[:, :, None]).reshape(len(at)))
             keep = norms > 0
             if len(at) == n and keep.all():  # every row: divided in place, no scatter
                 mat = np.divide(rows, norms[:, None], out=rows)

@@ -86,9 +86,14 @@ def text_features(analyzer: Analyzer, texts: Sequence[str]) -> list[TextFeatures
     if term_of is None:
         term_of = _WORDS[analyzer] = _TermOf(analyzer)
     lookup = term_of.__getitem__
-    out: list[TextFeatures] = []
-    for text in texts:
-        found = memo.get(text)
+    # every text looked up in C; only the ones missing are analysed (in order)
+    out: list[TextFeatures | None] = list(map(memo.get, texts))
+    if None not in out:
+        return cast("list[TextFeatures]", out)
+    for at, text in enumerate(texts):
+        if out[at] is not None:
+            continue
+        found = memo.get(text)  # (a text met twice is analysed once)
         if found is None:
             tokens = tokenize(text)
             # Analyzer.terms: the stems of the words that are no stop word, in order
@@ -102,8 +107,8 @@ def text_features(analyzer: Analyzer, texts: Sequence[str]) -> list[TextFeatures
                 for old in list(memo)[: MEMO_SIZE // 2]:
                     memo.pop(old, None)  # rankings on two threads may both prune
             memo[text] = found
-        out.append(found)
-    return out
+        out[at] = found
+    return cast("list[TextFeatures]", out)
 
 
 def keyword_scores(

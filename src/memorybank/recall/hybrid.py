@@ -451,7 +451,8 @@ class HybridRanker:
 
     def order(self, scores: FloatArray) -> list[int]:
         """Candidate indices, best first; ties keep the candidates' order."""
-        return [int(i) for i in np.lexsort((np.arange(len(scores)), -scores))]
+        order: list[int] = np.lexsort((np.arange(len(scores)), -scores)).tolist()
+        return order
 
     def rank(
         self,
