@@ -65,7 +65,7 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.cas import put_new, retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.rules import validate as v
 from memorybank.server.errors import ApiError
@@ -249,20 +249,9 @@ class KeyRing:
             secret = f"mb_{prefix}_{secrets.token_urlsafe(32)}"
             digest = await asyncio.to_thread(self._hasher.hash, secret)
             data: dict[str, Any] = {"tenant": tenant, "label": label, "hash": digest}
-            record = Record(
-                kind=KEY_KIND,
-                id=prefix,
-                agent_id=None,
-                user_id=None,
-                content="",
-                data=data,
-                created_at=now,
-                updated_at=now,
-                key=tenant,
-            )
             # Guarded on "absent": a prefix drawn twice raises Conflict and is drawn anew.
-            await self._store.record_put(
-                RESERVED_TENANT, [record], guard=RecordGuard(KEY_KIND, prefix, None)
+            record = await put_new(
+                self._store, RESERVED_TENANT, KEY_KIND, prefix, data, key=tenant, now=now
             )
             return _info(record), secret
 

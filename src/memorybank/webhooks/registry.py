@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.cas import put_new, retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.events.types import EVENT_KINDS
 from memorybank.rules import validate as v
@@ -217,19 +217,8 @@ class Webhooks:
                 "failures": 0,
                 "delivered": 0,
             }
-            record = Record(
-                kind=WEBHOOK_KIND,
-                id=webhook_id,
-                agent_id=None,
-                user_id=None,
-                content="",
-                data=data,
-                created_at=now,
-                updated_at=now,
-                key=tenant,
-            )
-            await self._store.record_put(
-                WEBHOOK_TENANT, [record], guard=RecordGuard(WEBHOOK_KIND, webhook_id, None)
+            record = await put_new(
+                self._store, WEBHOOK_TENANT, WEBHOOK_KIND, webhook_id, data, key=tenant, now=now
             )
             return info_of(record)
 

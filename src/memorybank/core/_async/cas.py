@@ -11,12 +11,14 @@ was therefore built on the value it replaced: none is lost.
 from __future__ import annotations
 
 import random
-from typing import TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 from memorybank.errors import Conflict
 from memorybank.runtime.concurrency import AsyncStep, asleep
+from memorybank.stores.contract._async.store import AsyncStore, Record, RecordGuard
 
-__all__ = ["ATTEMPTS", "retry_conflicts"]
+__all__ = ["ATTEMPTS", "put_new", "retry_conflicts"]
 
 T = TypeVar("T")
 
@@ -44,3 +46,31 @@ async def retry_conflicts(step: AsyncStep[T], what: str) -> T:
             # random() is fine here: the jitter only spreads rivals apart.
             await asleep(random.random() * min(_MAX_BACKOFF, _BACKOFF * 2**attempt))
     raise AssertionError("unreachable")
+
+
+async def put_new(
+    store: AsyncStore,
+    tenant: str,
+    kind: str,
+    record_id: str,
+    data: dict[str, Any],
+    *,
+    key: str,
+    now: datetime,
+) -> Record:
+    """Write a new ``kind`` record of ``tenant`` (no owner, no content) only if its id is
+    free: a taken id raises ``Conflict`` and writes nothing (a ``retry_conflicts`` step
+    that drew the id draws anew). The record written."""
+    record = Record(
+        kind=kind,
+        id=record_id,
+        agent_id=None,
+        user_id=None,
+        content="",
+        data=data,
+        created_at=now,
+        updated_at=now,
+        key=key,
+    )
+    await store.record_put(tenant, [record], guard=RecordGuard(kind, record_id, None))
+    return record
