@@ -424,9 +424,7 @@ class Entries(Namespace):
         self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete every entry of the branch (default: current); how many."""
-        user_id = self._scope.user(user_id)
-        thread_id = v.check_id(thread_id, "thread_id")
-        _require_thread(self._core, self._tenant, thread_id, user_id)
+        thread_id = (self._thread(thread_id, user_id)).id
         return self._core.store.entry_clear(
             self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
         )
