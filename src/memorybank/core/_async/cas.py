@@ -10,6 +10,7 @@ was therefore built on the value it replaced: none is lost.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from datetime import datetime
 from typing import Any, TypeVar
@@ -18,7 +19,7 @@ from memorybank.errors import Conflict
 from memorybank.runtime.concurrency import AsyncStep, asleep
 from memorybank.stores.contract._async.store import AsyncStore, Record, RecordGuard
 
-__all__ = ["ATTEMPTS", "put_new", "retry_conflicts"]
+__all__ = ["ATTEMPTS", "put_changed", "put_new", "retry_conflicts"]
 
 T = TypeVar("T")
 
@@ -74,3 +75,14 @@ async def put_new(
     )
     await store.record_put(tenant, [record], guard=RecordGuard(kind, record_id, None))
     return record
+
+
+async def put_changed(
+    store: AsyncStore, tenant: str, record: Record, data: dict[str, Any], now: datetime
+) -> Record:
+    """``record`` with ``data`` written over the revision it was read at: ``Conflict``
+    (nothing written) when another writer got in between. The record written."""
+    new = dataclasses.replace(record, data=data, revision=record.revision + 1, updated_at=now)
+    guard = RecordGuard(record.kind, record.id, record.revision)
+    await store.record_put(tenant, [new], guard=guard)
+    return new

@@ -11,6 +11,7 @@ was therefore built on the value it replaced: none is lost.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from datetime import datetime
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from memorybank.errors import Conflict
 from memorybank.runtime.concurrency import Step, sleep
 from memorybank.stores.contract._sync.store import Store, Record, RecordGuard
 
-__all__ = ["ATTEMPTS", "put_new", "retry_conflicts"]
+__all__ = ["ATTEMPTS", "put_changed", "put_new", "retry_conflicts"]
 
 T = TypeVar("T")
 
@@ -75,3 +76,14 @@ def put_new(
     )
     store.record_put(tenant, [record], guard=RecordGuard(kind, record_id, None))
     return record
+
+
+def put_changed(
+    store: Store, tenant: str, record: Record, data: dict[str, Any], now: datetime
+) -> Record:
+    """``record`` with ``data`` written over the revision it was read at: ``Conflict``
+    (nothing written) when another writer got in between. The record written."""
+    new = dataclasses.replace(record, data=data, revision=record.revision + 1, updated_at=now)
+    guard = RecordGuard(record.kind, record.id, record.revision)
+    store.record_put(tenant, [new], guard=guard)
+    return new
