@@ -19,7 +19,7 @@ from memorybank.errors import Conflict
 from memorybank.runtime.concurrency import AsyncStep, asleep
 from memorybank.stores.contract._async.store import AsyncStore, Record, RecordGuard
 
-__all__ = ["ATTEMPTS", "put_changed", "put_new", "retry_conflicts"]
+__all__ = ["ATTEMPTS", "put_changed", "put_new", "retry_conflicts", "system_record"]
 
 T = TypeVar("T")
 
@@ -49,20 +49,11 @@ async def retry_conflicts(step: AsyncStep[T], what: str) -> T:
     raise AssertionError("unreachable")
 
 
-async def put_new(
-    store: AsyncStore,
-    tenant: str,
-    kind: str,
-    record_id: str,
-    data: dict[str, Any],
-    *,
-    key: str,
-    now: datetime,
+def system_record(
+    kind: str, record_id: str, data: dict[str, Any], now: datetime, *, key: str | None = None
 ) -> Record:
-    """Write a new ``kind`` record of ``tenant`` (no owner, no content) only if its id is
-    free: a taken id raises ``Conflict`` and writes nothing (a ``retry_conflicts`` step
-    that drew the id draws anew). The record written."""
-    record = Record(
+    """A new record of the library's own (API keys, webhooks, jobs): no owner, no content."""
+    return Record(
         kind=kind,
         id=record_id,
         agent_id=None,
@@ -73,6 +64,22 @@ async def put_new(
         updated_at=now,
         key=key,
     )
+
+
+async def put_new(
+    store: AsyncStore,
+    tenant: str,
+    kind: str,
+    record_id: str,
+    data: dict[str, Any],
+    *,
+    key: str,
+    now: datetime,
+) -> Record:
+    """Write a new ``system_record`` of ``tenant`` only if its id is free: a taken id
+    raises ``Conflict`` and writes nothing (a ``retry_conflicts`` step that drew the id
+    draws anew). The record written."""
+    record = system_record(kind, record_id, data, now, key=key)
     await store.record_put(tenant, [record], guard=RecordGuard(kind, record_id, None))
     return record
 

@@ -20,7 +20,7 @@ from memorybank.errors import Conflict
 from memorybank.runtime.concurrency import Step, sleep
 from memorybank.stores.contract._sync.store import Store, Record, RecordGuard
 
-__all__ = ["ATTEMPTS", "put_changed", "put_new", "retry_conflicts"]
+__all__ = ["ATTEMPTS", "put_changed", "put_new", "retry_conflicts", "system_record"]
 
 T = TypeVar("T")
 
@@ -50,20 +50,11 @@ def retry_conflicts(step: Step[T], what: str) -> T:
     raise AssertionError("unreachable")
 
 
-def put_new(
-    store: Store,
-    tenant: str,
-    kind: str,
-    record_id: str,
-    data: dict[str, Any],
-    *,
-    key: str,
-    now: datetime,
+def system_record(
+    kind: str, record_id: str, data: dict[str, Any], now: datetime, *, key: str | None = None
 ) -> Record:
-    """Write a new ``kind`` record of ``tenant`` (no owner, no content) only if its id is
-    free: a taken id raises ``Conflict`` and writes nothing (a ``retry_conflicts`` step
-    that drew the id draws anew). The record written."""
-    record = Record(
+    """A new record of the library's own (API keys, webhooks, jobs): no owner, no content."""
+    return Record(
         kind=kind,
         id=record_id,
         agent_id=None,
@@ -74,6 +65,22 @@ def put_new(
         updated_at=now,
         key=key,
     )
+
+
+def put_new(
+    store: Store,
+    tenant: str,
+    kind: str,
+    record_id: str,
+    data: dict[str, Any],
+    *,
+    key: str,
+    now: datetime,
+) -> Record:
+    """Write a new ``system_record`` of ``tenant`` only if its id is free: a taken id
+    raises ``Conflict`` and writes nothing (a ``retry_conflicts`` step that drew the id
+    draws anew). The record written."""
+    record = system_record(kind, record_id, data, now, key=key)
     store.record_put(tenant, [record], guard=RecordGuard(kind, record_id, None))
     return record
 
