@@ -65,7 +65,7 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from memorybank.core._async.cas import put_changed, put_new, retry_conflicts
+from memorybank.core._async.cas import put_changed, put_new, retry_conflicts, system_record
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.rules import validate as v
 from memorybank.server.errors import ApiError
@@ -250,9 +250,8 @@ class KeyRing:
             digest = await asyncio.to_thread(self._hasher.hash, secret)
             data: dict[str, Any] = {"tenant": tenant, "label": label, "hash": digest}
             # Guarded on "absent": a prefix drawn twice raises Conflict and is drawn anew.
-            record = await put_new(
-                self._store, RESERVED_TENANT, KEY_KIND, prefix, data, key=tenant, now=now
-            )
+            record = system_record(KEY_KIND, prefix, data, now, key=tenant)
+            await put_new(self._store, RESERVED_TENANT, record)
             return _info(record), secret
 
         return await retry_conflicts(step, "a new key id")

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from memorybank.core._async.cas import put_changed, put_new, retry_conflicts
+from memorybank.core._async.cas import put_changed, put_new, retry_conflicts, system_record
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.events.types import EVENT_KINDS
 from memorybank.rules import validate as v
@@ -217,9 +217,8 @@ class Webhooks:
                 "failures": 0,
                 "delivered": 0,
             }
-            record = await put_new(
-                self._store, WEBHOOK_TENANT, WEBHOOK_KIND, webhook_id, data, key=tenant, now=now
-            )
+            record = system_record(WEBHOOK_KIND, webhook_id, data, now, key=tenant)
+            await put_new(self._store, WEBHOOK_TENANT, record)
             return info_of(record)
 
         return await retry_conflicts(step, "a new webhook id"), secret

@@ -53,35 +53,13 @@ def system_record(
     kind: str, record_id: str, data: dict[str, Any], now: datetime, *, key: str | None = None
 ) -> Record:
     """A new record of the library's own (API keys, webhooks, jobs): no owner, no content."""
-    return Record(
-        kind=kind,
-        id=record_id,
-        agent_id=None,
-        user_id=None,
-        content="",
-        data=data,
-        created_at=now,
-        updated_at=now,
-        key=key,
-    )
+    return Record(kind, record_id, None, None, "", data, now, now, key=key)
 
 
-async def put_new(
-    store: AsyncStore,
-    tenant: str,
-    kind: str,
-    record_id: str,
-    data: dict[str, Any],
-    *,
-    key: str,
-    now: datetime,
-) -> Record:
-    """Write a new ``system_record`` of ``tenant`` only if its id is free: a taken id
-    raises ``Conflict`` and writes nothing (a ``retry_conflicts`` step that drew the id
-    draws anew). The record written."""
-    record = system_record(kind, record_id, data, now, key=key)
-    await store.record_put(tenant, [record], guard=RecordGuard(kind, record_id, None))
-    return record
+async def put_new(store: AsyncStore, tenant: str, record: Record) -> None:
+    """Write ``record`` only if its id is free: a taken id raises ``Conflict`` and writes
+    nothing (a ``retry_conflicts`` step that drew the id draws anew)."""
+    await store.record_put(tenant, [record], guard=RecordGuard(record.kind, record.id, None))
 
 
 async def put_changed(
@@ -90,6 +68,7 @@ async def put_changed(
     """``record`` with ``data`` written over the revision it was read at: ``Conflict``
     (nothing written) when another writer got in between. The record written."""
     new = dataclasses.replace(record, data=data, revision=record.revision + 1, updated_at=now)
-    guard = RecordGuard(record.kind, record.id, record.revision)
-    await store.record_put(tenant, [new], guard=guard)
+    await store.record_put(
+        tenant, [new], guard=RecordGuard(record.kind, record.id, record.revision)
+    )
     return new
