@@ -215,11 +215,12 @@ def type_name(value: object) -> str | None:
     return name if _TYPE.fullmatch(name) else None
 
 
-def _confidence(value: object) -> float | None:
+def _confidence(value: object, minimum: float) -> float | None:
+    """``value`` as a confidence, or ``None`` when not a number from 0 to 1 or below ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)
-    return number if 0.0 <= number <= 1.0 else None
+    return None if not 0.0 <= number <= 1.0 or number < minimum else number
 
 
 def parse_time(value: object) -> datetime | None:
@@ -276,11 +277,8 @@ def finish(
     for item in extraction.entities:
         name = _clean_name(item.name)
         kind = type_name(item.type)
-        score = _confidence(item.confidence)
+        score = _confidence(item.confidence, min_confidence)
         if name is None or kind is None or score is None:
-            dropped += 1
-            continue
-        if score < min_confidence:
             dropped += 1
             continue
         aliases = tuple(
@@ -317,13 +315,12 @@ def finish(
     for rel in extraction.relations:
         source, target = _name_in(rel.source, names), _name_in(rel.target, names)
         kind = type_name(rel.type)
-        score = _confidence(rel.confidence)
+        score = _confidence(rel.confidence, min_confidence)
         if (
             source is None
             or target is None
             or kind is None
             or score is None
-            or score < min_confidence
             or normalize_name(source) == normalize_name(target)
         ):
             dropped += 1
@@ -344,12 +341,11 @@ def finish(
     seen_notes: set[tuple[str, str]] = set()
     for note in extraction.observations:
         about, text = _name_in(note.entity, names), _clean_text(note.text)
-        score = _confidence(note.confidence)
+        score = _confidence(note.confidence, min_confidence)
         if (
             about is None
             or text is None
             or score is None
-            or score < min_confidence
             or (normalize_name(about), text) in seen_notes
             or len(observations) >= MAX_OBSERVATIONS
         ):
@@ -363,14 +359,13 @@ def finish(
         subject, value = _clean_name(fact.subject), _clean_text(fact.value)
         attribute = type_name(fact.attribute)
         statement = _clean_text(fact.statement)
-        score = _confidence(fact.confidence)
+        score = _confidence(fact.confidence, min_confidence)
         if (
             subject is None
             or attribute is None
             or value is None
             or statement is None
             or score is None
-            or score < min_confidence
             or len(facts) >= MAX_FACTS
         ):
             dropped += 1

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # asyncio and concurrent.futures cost ~60 ms to import: sync 
 from memorybank.runtime.log import logger
 
 T = TypeVar("T")
+S = TypeVar("S")
 A = TypeVar("A")
 B = TypeVar("B")
 P = ParamSpec("P")
@@ -418,8 +419,43 @@ class _Counts:
         self.last_error = f"{type(error).__name__}: {error}"
         logger.warning("%s: background job failed (%s)", name, self.last_error, exc_info=error)
 
+    def cancel(self, left: Sequence[tuple[object, int]]) -> None:
+        """Count the jobs ``left`` in a key's queue as cancelled (they never run)."""
+        for _, size in left:
+            self.queued -= size
+            self.cancelled += size
 
-class AsyncBackground:
+
+class _Keyed(Generic[S]):
+    """What :class:`AsyncBackground` and :class:`Background` share: the queue of each
+    key, the counts and the backlog test (the caller holds the owner's lock, if any)."""
+
+    def __init__(self, name: str, concurrency: int, max_backlog: int) -> None:
+        self._name = name
+        self._concurrency = concurrency
+        self._max_backlog = max_backlog
+        self._queues: dict[str, deque[tuple[S, int]]] = {}
+        self._counts = _Counts()
+        self._closed = False
+
+    def _queue(self, key: str, step: S, size: int) -> bool | None:
+        """Queue ``step`` behind the other jobs of ``key``: ``None`` when it is dropped
+        (closed, or beyond the backlog), ``True`` when it opens the key's queue (the
+        caller starts a runner for it), ``False`` when it joins a queue already run."""
+        counts = self._counts
+        if self._closed or counts.queued + counts.running + size > self._max_backlog:
+            counts.dropped += size
+            return None
+        counts.queued += size
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.append((step, size))
+            return False
+        self._queues[key] = deque([(step, size)])
+        return True
+
+
+class AsyncBackground(_Keyed[AsyncStep[object]]):
     """Runs submitted jobs as tasks of the running loop: in order per key, at most
     ``concurrency`` at once, at most ``max_backlog`` units waiting or running.
 
@@ -429,14 +465,9 @@ class AsyncBackground:
     """
 
     def __init__(self, name: str, *, concurrency: int, max_backlog: int) -> None:
-        self._name = name
-        self._concurrency = concurrency
-        self._max_backlog = max_backlog
-        self._queues: dict[str, deque[tuple[AsyncStep[object], int]]] = {}
+        super().__init__(name, concurrency, max_backlog)
         self._tasks: set[asyncio.Task[None]] = set()
         self._slots: asyncio.Semaphore | None = None
-        self._counts = _Counts()
-        self._closed = False
 
     def counts(self) -> Backlog:
         return self._counts.snapshot()
@@ -445,20 +476,12 @@ class AsyncBackground:
         """Queue ``step`` behind the other jobs of ``key``; whether it was accepted."""
         import asyncio
 
-        counts = self._counts
-        if self._closed or counts.queued + counts.running + size > self._max_backlog:
-            counts.dropped += size
-            return False
-        counts.queued += size
-        queue = self._queues.get(key)
-        if queue is not None:
-            queue.append((step, size))
-            return True
-        self._queues[key] = deque([(step, size)])
-        task = asyncio.get_running_loop().create_task(self._run(key))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return True
+        opened = self._queue(key, step, size)
+        if opened:
+            task = asyncio.get_running_loop().create_task(self._run(key))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return opened is not None
 
     async def _run(self, key: str) -> None:
         import asyncio
@@ -486,9 +509,7 @@ class AsyncBackground:
         finally:
             # no await between the last check of ``queue`` and here: no submit slips in
             del self._queues[key]
-            for _, size in queue:
-                counts.queued -= size
-                counts.cancelled += size
+            counts.cancel(queue)
 
     async def drain(self, within: float | None = None) -> bool:
         """Wait until every job submitted so far (and any they queue) has run; whether
@@ -521,19 +542,14 @@ class AsyncBackground:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-class Background:
+class Background(_Keyed[Step[object]]):
     """Sync twin of :class:`AsyncBackground`: jobs run on a pool of ``concurrency``
     threads, in order per key (one thread drains one key's queue at a time)."""
 
     def __init__(self, name: str, *, concurrency: int, max_backlog: int) -> None:
-        self._name = name
-        self._concurrency = concurrency
-        self._max_backlog = max_backlog
-        self._queues: dict[str, deque[tuple[Step[object], int]]] = {}
+        super().__init__(name, concurrency, max_backlog)
         self._pool: ThreadPoolExecutor | None = None
         self._changed = threading.Condition(threading.Lock())
-        self._counts = _Counts()
-        self._closed = False
         self._cancelled = False
 
     def counts(self) -> Backlog:
@@ -542,25 +558,17 @@ class Background:
 
     def submit(self, key: str, step: Step[object], size: int = 1) -> bool:
         """Queue ``step`` behind the other jobs of ``key``; whether it was accepted."""
-        counts = self._counts
         with self._changed:
-            if self._closed or counts.queued + counts.running + size > self._max_backlog:
-                counts.dropped += size
-                return False
-            counts.queued += size
-            queue = self._queues.get(key)
-            if queue is not None:
-                queue.append((step, size))
-                return True
-            self._queues[key] = deque([(step, size)])
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
+            opened = self._queue(key, step, size)
+            if opened:
+                if self._pool is None:
+                    from concurrent.futures import ThreadPoolExecutor
 
-                self._pool = ThreadPoolExecutor(
-                    max_workers=self._concurrency, thread_name_prefix=self._name
-                )
-            self._pool.submit(self._run, key)
-            return True
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=self._concurrency, thread_name_prefix=self._name
+                    )
+                self._pool.submit(self._run, key)
+            return opened is not None
 
     def _run(self, key: str) -> None:
         counts = self._counts
@@ -568,9 +576,7 @@ class Background:
             with self._changed:
                 queue = self._queues[key]
                 if not queue or self._cancelled:
-                    for _, size in queue:
-                        counts.queued -= size
-                        counts.cancelled += size
+                    counts.cancel(queue)
                     del self._queues[key]
                     self._changed.notify_all()
                     return

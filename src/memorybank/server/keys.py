@@ -65,11 +65,11 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.cas import put_changed, put_new, retry_conflicts, system_record
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.rules import validate as v
 from memorybank.server.errors import ApiError
-from memorybank.stores.contract._async.store import UNSET, AsyncStore, Record, RecordGuard
+from memorybank.stores.contract._async.store import UNSET, AsyncStore, Record
 
 __all__ = [
     "ARGON2_PARALLEL",
@@ -249,21 +249,9 @@ class KeyRing:
             secret = f"mb_{prefix}_{secrets.token_urlsafe(32)}"
             digest = await asyncio.to_thread(self._hasher.hash, secret)
             data: dict[str, Any] = {"tenant": tenant, "label": label, "hash": digest}
-            record = Record(
-                kind=KEY_KIND,
-                id=prefix,
-                agent_id=None,
-                user_id=None,
-                content="",
-                data=data,
-                created_at=now,
-                updated_at=now,
-                key=tenant,
-            )
             # Guarded on "absent": a prefix drawn twice raises Conflict and is drawn anew.
-            await self._store.record_put(
-                RESERVED_TENANT, [record], guard=RecordGuard(KEY_KIND, prefix, None)
-            )
+            record = system_record(KEY_KIND, prefix, data, now, key=tenant)
+            await put_new(self._store, RESERVED_TENANT, record)
             return _info(record), secret
 
         return await retry_conflicts(step, "a new key id")
@@ -388,12 +376,8 @@ class KeyRing:
             if record.data.get("revoked_at") is not None:
                 return _info(record)
             now = v.check_time(self._clock(), "clock()")
-            guard = RecordGuard(KEY_KIND, key_id, record.revision)
-            record.data = {**record.data, "revoked_at": now.isoformat()}
-            record.revision += 1
-            record.updated_at = now
-            await self._store.record_put(RESERVED_TENANT, [record], guard=guard)
-            return _info(record)
+            data = {**record.data, "revoked_at": now.isoformat()}
+            return _info(await put_changed(self._store, RESERVED_TENANT, record, data, now))
 
         try:
             return await retry_conflicts(step, f"key {key_id!r}")

@@ -30,7 +30,6 @@ At least once
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import random
 from collections.abc import Callable
@@ -40,13 +39,14 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from memorybank import __version__
+from memorybank.core._async.cas import put_changed
 from memorybank.errors import ConfigurationError, Conflict, LeaseLost
 from memorybank.events.types import CursorExpired, Event
 from memorybank.rules.ids import new_id
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async import leases
 from memorybank.stores.contract.capabilities import Capability
-from memorybank.stores.contract.items import Record, RecordGuard
+from memorybank.stores.contract.items import Record
 from memorybank.webhooks.registry import ACTIVE, PAUSED, WEBHOOK_KIND, WEBHOOK_TENANT
 from memorybank.webhooks.signing import (
     EVENT_ID_HEADER,
@@ -283,12 +283,8 @@ class WebhookWorker:
             data = {**held.data, **changes}
             until = now if release else leases.expiry(now, self.lease)
             data[leases.LEASE_FIELD] = {"owner": self.owner, "until": until.isoformat()}
-            new = dataclasses.replace(held, data=data, revision=held.revision + 1, updated_at=now)
             try:
-                await self.store.record_put(
-                    WEBHOOK_TENANT, [new], guard=RecordGuard(WEBHOOK_KIND, held.id, held.revision)
-                )
-                return new
+                return await put_changed(self.store, WEBHOOK_TENANT, held, data, now)
             except Conflict:
                 fresh = await self.store.record_get(WEBHOOK_TENANT, WEBHOOK_KIND, held.id)
                 lease = None if fresh is None else leases.lease_of(fresh)

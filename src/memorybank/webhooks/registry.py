@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.cas import put_changed, put_new, retry_conflicts, system_record
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.events.types import EVENT_KINDS
 from memorybank.rules import validate as v
-from memorybank.stores.contract._async.store import UNSET, AsyncStore, Record, RecordGuard
+from memorybank.stores.contract._async.store import UNSET, AsyncStore, Record
 from memorybank.stores.contract.types import Unset
 
 __all__ = [
@@ -217,20 +217,8 @@ class Webhooks:
                 "failures": 0,
                 "delivered": 0,
             }
-            record = Record(
-                kind=WEBHOOK_KIND,
-                id=webhook_id,
-                agent_id=None,
-                user_id=None,
-                content="",
-                data=data,
-                created_at=now,
-                updated_at=now,
-                key=tenant,
-            )
-            await self._store.record_put(
-                WEBHOOK_TENANT, [record], guard=RecordGuard(WEBHOOK_KIND, webhook_id, None)
-            )
+            record = system_record(WEBHOOK_KIND, webhook_id, data, now, key=tenant)
+            await put_new(self._store, WEBHOOK_TENANT, record)
             return info_of(record)
 
         return await retry_conflicts(step, "a new webhook id"), secret
@@ -299,12 +287,7 @@ class Webhooks:
                 )
             elif paused is False and data.get("state") == PAUSED:
                 data.update(state=ACTIVE, paused_reason=None, paused_at=None, failures=0)
-            guard = RecordGuard(WEBHOOK_KIND, record.id, record.revision)
-            record = dataclasses.replace(
-                record, data=data, revision=record.revision + 1, updated_at=now
-            )
-            await self._store.record_put(WEBHOOK_TENANT, [record], guard=guard)
-            return info_of(record)
+            return info_of(await put_changed(self._store, WEBHOOK_TENANT, record, data, now))
 
         return await retry_conflicts(step, f"webhook {webhook_id!r}")
 

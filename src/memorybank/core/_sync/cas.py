@@ -11,13 +11,16 @@ was therefore built on the value it replaced: none is lost.
 
 from __future__ import annotations
 
+import dataclasses
 import random
-from typing import TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 from memorybank.errors import Conflict
 from memorybank.runtime.concurrency import Step, sleep
+from memorybank.stores.contract._sync.store import Store, Record, RecordGuard
 
-__all__ = ["ATTEMPTS", "retry_conflicts"]
+__all__ = ["ATTEMPTS", "put_changed", "put_new", "retry_conflicts", "system_record"]
 
 T = TypeVar("T")
 
@@ -45,3 +48,28 @@ def retry_conflicts(step: Step[T], what: str) -> T:
             # random() is fine here: the jitter only spreads rivals apart.
             sleep(random.random() * min(_MAX_BACKOFF, _BACKOFF * 2**attempt))
     raise AssertionError("unreachable")
+
+
+def system_record(
+    kind: str, record_id: str, data: dict[str, Any], now: datetime, *, key: str | None = None
+) -> Record:
+    """A new record of the library's own (API keys, webhooks, jobs): no owner, no content."""
+    return Record(kind, record_id, None, None, "", data, now, now, key=key)
+
+
+def put_new(store: Store, tenant: str, record: Record) -> None:
+    """Write ``record`` only if its id is free: a taken id raises ``Conflict`` and writes
+    nothing (a ``retry_conflicts`` step that drew the id draws anew)."""
+    store.record_put(tenant, [record], guard=RecordGuard(record.kind, record.id, None))
+
+
+def put_changed(
+    store: Store, tenant: str, record: Record, data: dict[str, Any], now: datetime
+) -> Record:
+    """``record`` with ``data`` written over the revision it was read at: ``Conflict``
+    (nothing written) when another writer got in between. The record written."""
+    new = dataclasses.replace(record, data=data, revision=record.revision + 1, updated_at=now)
+    store.record_put(
+        tenant, [new], guard=RecordGuard(record.kind, record.id, record.revision)
+    )
+    return new

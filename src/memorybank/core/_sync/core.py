@@ -140,6 +140,14 @@ class Namespace:
         if item is not None:
             self._core.store.vector_put(self._tenant, [item])
 
+    def _thread(self, thread_id: str, user_id: str | Unset | None) -> Thread:
+        """The thread ``thread_id`` under the thread rule for ``user_id`` (left out: the
+        handle's user): ``NotFound`` if absent, ``ThreadForbidden`` if not the owner."""
+        user = self._scope.user(user_id)
+        return _require_thread(
+            self._core, self._tenant, v.check_id(thread_id, "thread_id"), user
+        )
+
 
 def _check_title(title: object) -> str | None:
     return None if title is None else v.check_text(title, "title", max_chars=v.MAX_LABEL_CHARS)

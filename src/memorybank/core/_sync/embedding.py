@@ -15,6 +15,7 @@ import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank.core._sync.cas import system_record
 from memorybank.core._sync.embed import EMBED_BATCH, embed_texts
 from memorybank.embeddings.status import EmbeddingStatus, EmbedMode
 from memorybank.errors import LeaseLost
@@ -72,16 +73,7 @@ class _Job:
             "branch": self.branch,
             "ids": list(self.ids),
         }
-        return Record(
-            kind=EMBED_JOB,
-            id=self.id,
-            agent_id=None,
-            user_id=None,
-            content="",
-            data=data,
-            created_at=now,
-            updated_at=now,
-        )
+        return system_record(EMBED_JOB, self.id, data, now)
 
     @classmethod
     def from_record(cls, record: Record) -> _Job | None:

@@ -132,8 +132,8 @@ def _write(core: _Core, tenant: str, batch: Sequence[Pending]) -> int:
     records: list[Record] = []
     for p, rid in zip(batch, ids, strict=True):
         old = have.get(rid)
+        usage = _stored(p.kind, p.id, old).after_uses(p.uses, p.last_used_at)
         if old is not None:
-            usage = ItemUsage.from_data(p.kind, p.id, old.data).after_uses(p.uses, p.last_used_at)
             old.data = usage.data(old.data.get("thread_id"))
             old.updated_at = now
             records.append(old)
@@ -144,13 +144,21 @@ def _write(core: _Core, tenant: str, batch: Sequence[Pending]) -> int:
             if thread is None:
                 continue  # the thread went since the search: nothing to keep
             agent, user = thread.agent_id, thread.user_id
-        usage = ItemUsage(p.kind, p.id).after_uses(p.uses, p.last_used_at)
         records.append(
             usage_record(usage, agent_id=agent, user_id=user, now=now, thread_id=p.thread_id)
         )
     if records:
         store.record_put(tenant, records)
     return len(records)
+
+
+def _stored(kind: str, item_id: str, record: Record | None) -> ItemUsage:
+    """The usage its ``memory_usage`` record holds (``None``: never used or rated)."""
+    return (
+        ItemUsage(kind, item_id)
+        if record is None
+        else ItemUsage.from_data(kind, item_id, record.data)
+    )
 
 
 def usage_of(
@@ -163,12 +171,7 @@ def usage_of(
     have = core.store.record_get_many(tenant, USAGE, ids)
     out: dict[tuple[str, str], ItemUsage] = {}
     for (kind, item_id), rid in zip(items, ids, strict=True):
-        record = have.get(rid)
-        usage = (
-            ItemUsage(kind, item_id)
-            if record is None
-            else ItemUsage.from_data(kind, item_id, record.data)
-        )
+        usage = _stored(kind, item_id, have.get(rid))
         pending = core.usage.pending(tenant, kind, item_id)
         if pending is not None:
             usage = usage.after_uses(pending.uses, pending.last_used_at)
@@ -313,11 +316,7 @@ class Usage(Namespace):
     ) -> ItemUsage:
         store, now = self._core.store, self._core.now()
         old = store.record_get(self._tenant, USAGE, usage_id(kind, item_id))
-        usage = (
-            ItemUsage(kind, item_id)
-            if old is None
-            else ItemUsage.from_data(kind, item_id, old.data)
-        )
+        usage = _stored(kind, item_id, old)
         usage = ItemUsage(
             kind,
             item_id,

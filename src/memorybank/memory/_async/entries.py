@@ -164,28 +164,18 @@ class AsyncEntries(Namespace):
                 await service.abandon(jobs)
             raise
         new_ids = {e.id for e in entries}
+        added = [e for e in result.entries if e.id in new_ids]  # not a replay's old entries
         if service is not None:
-            added = [e for e in result.entries if e.id in new_ids]
             if not added:  # a replay of an idempotent write: embedded the first time
                 await service.abandon(jobs)
             else:
                 await service.submit(jobs, branch=added[-1].branch)
         elif self._core.embedder is not None:
-            await embed_entries(
-                self._core.store,
-                self._core.embedder,
-                self._tenant,
-                [e for e in result.entries if e.id in new_ids],
-            )
+            await embed_entries(self._core.store, self._core.embedder, self._tenant, added)
         if self._core.background is not None:
             from memorybank.graph._async import formation
 
-            formation.submit(
-                self._core,
-                self._tenant,
-                result.thread,
-                [e for e in result.entries if e.id in new_ids],
-            )
+            formation.submit(self._core, self._tenant, result.thread, added)
         generate = self._core.generate_title
         if generate is not None and result.thread.title is None:
             first_user = next((e for e in result.entries if e.role == "user" and e.content), None)
@@ -423,9 +413,7 @@ class AsyncEntries(Namespace):
         self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete every entry of the branch (default: current); how many."""
-        user_id = self._scope.user(user_id)
-        thread_id = v.check_id(thread_id, "thread_id")
-        await _require_thread(self._core, self._tenant, thread_id, user_id)
+        thread_id = (await self._thread(thread_id, user_id)).id
         return await self._core.store.entry_clear(
             self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
         )

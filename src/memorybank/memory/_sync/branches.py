@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from memorybank.core._sync.core import Namespace, _require_thread
+from memorybank.core._sync.core import Namespace
 from memorybank.records import Branch, Thread
 from memorybank.rules import validate as v
 from memorybank.stores.contract._sync.store import UNSET, Unset
@@ -24,10 +24,7 @@ class Branches(Namespace):
 
         The new branch is not checked out. ``Conflict`` if ``name`` exists.
         """
-        user_id = self._scope.user(user_id)
-        thread = _require_thread(
-            self._core, self._tenant, v.check_id(thread_id, "thread_id"), user_id
-        )
+        thread = self._thread(thread_id, user_id)
         return self._core.store.branch_create(
             self._tenant,
             thread.id,
@@ -41,9 +38,7 @@ class Branches(Namespace):
         self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
     ) -> Thread:
         """Make ``name`` the thread's current branch. ``NotFound`` if it does not exist."""
-        user_id = self._scope.user(user_id)
-        thread_id = v.check_id(thread_id, "thread_id")
-        _require_thread(self._core, self._tenant, thread_id, user_id)
+        thread_id = (self._thread(thread_id, user_id)).id
         return self._core.store.thread_update(
             self._tenant,
             thread_id,
@@ -55,27 +50,21 @@ class Branches(Namespace):
         self, thread_id: str, entry_id: str, *, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete the entries after ``entry_id`` on the current branch; how many went."""
-        user_id = self._scope.user(user_id)
-        thread_id = v.check_id(thread_id, "thread_id")
-        _require_thread(self._core, self._tenant, thread_id, user_id)
+        thread_id = (self._thread(thread_id, user_id)).id
         return self._core.store.entry_truncate_after(
             self._tenant, thread_id, v.check_id(entry_id, "entry_id")
         )
 
     def list(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> list[Branch]:
         """The thread's branches, oldest first."""
-        user_id = self._scope.user(user_id)
-        thread_id = v.check_id(thread_id, "thread_id")
-        _require_thread(self._core, self._tenant, thread_id, user_id)
+        thread_id = (self._thread(thread_id, user_id)).id
         return self._core.store.branch_list(self._tenant, thread_id)
 
     def delete(
         self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
     ) -> bool:
         """Delete a branch and its entries (not the current one: ``Conflict``)."""
-        user_id = self._scope.user(user_id)
-        thread_id = v.check_id(thread_id, "thread_id")
-        _require_thread(self._core, self._tenant, thread_id, user_id)
+        thread_id = (self._thread(thread_id, user_id)).id
         return self._core.store.branch_delete(
             self._tenant, thread_id, v.check_id(name, "name")
         )
