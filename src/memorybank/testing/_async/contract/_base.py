@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from memorybank.memory._async.memory import AsyncMemory
+from memorybank.records import Entry
 from memorybank.runtime.concurrency import AsyncStep
-from memorybank.stores.contract._async.store import AsyncStore, NewEntry, Record
+from memorybank.stores.contract._async.store import AppendResult, AsyncStore, NewEntry, Record
 from memorybank.stores.contract.capabilities import Capability
 
 __all__ = ["ContractBase", "requires"]
@@ -29,6 +30,9 @@ def missing_capabilities(node: pytest.Item, store: object) -> list[str]:
     claimed: frozenset[str] = getattr(store, "capabilities", frozenset())
     wanted = [str(c) for mark in node.iter_markers("requires") for c in mark.args]
     return [c for c in dict.fromkeys(wanted) if c not in claimed]
+
+
+_WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _id(prefix: str = "t") -> str:
@@ -61,7 +65,7 @@ def _new_entry(
     *,
     key: str | None = None,
     fingerprint: str | None = None,
-    when: datetime = datetime(2026, 1, 1, tzinfo=UTC),
+    when: datetime = _WHEN,
 ) -> NewEntry:
     """A user message to hand to ``entry_append`` directly (the cases that test what a
     store itself refuses)."""
@@ -119,23 +123,56 @@ class ContractBase:
             ids.append(entry.id)
         return ids
 
-    def _summary(self, created_at: datetime, token_count: int) -> NewEntry:
+    def _summary(
+        self,
+        created_at: datetime,
+        token_count: int,
+        content: str = "summary",
+        metadata: dict[str, Any] | None = None,
+    ) -> NewEntry:
         """A compaction summary entry (for ``entry_compact``) made at ``created_at``."""
         return NewEntry(
             id=_id("e"),
             role="system",
-            content="summary",
+            content=content,
             name=None,
             tool_calls=(),
             tool_call_id=None,
-            metadata={},
+            metadata=metadata or {},
             state={},
             token_count=token_count,
             created_at=created_at,
         )
 
+    async def _compact(
+        self,
+        store: AsyncStore,
+        tenant: str,
+        tid: str,
+        entries: list[Entry],
+        through: int,
+        expected_ids: list[str],
+        summary: NewEntry | None,
+    ) -> bool:
+        """``entry_compact`` of main's ``entries`` up to ``entries[through]``, as of the last."""
+        return await store.entry_compact(
+            tenant,
+            tid,
+            branch="main",
+            through_position=entries[through].position,
+            expected_ids=expected_ids,
+            summary=summary,
+            updated_at=entries[-1].created_at,
+        )
+
+    async def _append(
+        self, store: AsyncStore, tenant: str, tid: str, batch: list[NewEntry], **kwargs: Any
+    ) -> AppendResult:
+        """``entry_append`` of ``batch`` straight to ``store``, at ``_WHEN``."""
+        return await store.entry_append(tenant, tid, batch, updated_at=_WHEN, **kwargs)
+
     def _record(self, kind: str, content: str, **kwargs: Any) -> Record:
-        when = kwargs.pop("created_at", datetime(2026, 1, 1, tzinfo=UTC))
+        when = kwargs.pop("created_at", _WHEN)
         return Record(
             kind=kind,
             id=kwargs.pop("id", _id("r")),

@@ -8,8 +8,6 @@ uniqueness is per branch.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from memorybank.errors import Conflict
@@ -18,8 +16,6 @@ from memorybank.stores.contract._async.store import AsyncStore, NewEntry
 from memorybank.testing._async.contract._base import ContractBase, _id, _new_entry
 
 __all__ = ["EntryIdCases"]
-
-_WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _new(entry_id: str, content: str, key: str | None = None) -> NewEntry:
@@ -32,7 +28,7 @@ class EntryIdCases(ContractBase):
     async def _seeded(self, memory: AsyncMemory, store: AsyncStore) -> tuple[str, str]:
         tid = await self._thread(memory)
         taken = _id("e")
-        await store.entry_append(memory.tenant_id, tid, [_new(taken, "first")], updated_at=_WHEN)
+        await self._append(store, memory.tenant_id, tid, [_new(taken, "first")])
         return tid, taken
 
     async def _contents(
@@ -47,12 +43,10 @@ class EntryIdCases(ContractBase):
         before = await memory.threads.get(tid)
         assert before is not None
         with pytest.raises(Conflict, match="already"):
-            await store.entry_append(
-                memory.tenant_id, tid, [_new(taken, "again")], updated_at=_WHEN
-            )
+            await self._append(store, memory.tenant_id, tid, [_new(taken, "again")])
         batch = [_new(_id("e"), "new"), _new(taken, "again"), _new(_id("e"), "newer")]
         with pytest.raises(Conflict, match="already"):
-            await store.entry_append(memory.tenant_id, tid, batch, updated_at=_WHEN)
+            await self._append(store, memory.tenant_id, tid, batch)
         assert await self._contents(memory, tid) == ["first"]
         after = await memory.threads.get(tid)
         assert after is not None and after.updated_at == before.updated_at
@@ -70,7 +64,7 @@ class EntryIdCases(ContractBase):
             [_new(twice, "a", key=_id("k")), _new(twice, "b")],
         ):
             with pytest.raises(Conflict, match="twice"):
-                await store.entry_append(memory.tenant_id, tid, batch, updated_at=_WHEN)
+                await self._append(store, memory.tenant_id, tid, batch)
         assert await self._contents(memory, tid) == ["first"]
         assert await memory.entries.count(tid) == 1
 
@@ -79,31 +73,20 @@ class EntryIdCases(ContractBase):
     ) -> None:
         tid = await self._thread(memory)
         key, entry_id = _id("k"), _id("e")
-        [stored] = (
-            await store.entry_append(
-                memory.tenant_id, tid, [_new(entry_id, "once", key)], updated_at=_WHEN
-            )
-        ).entries
-        replay = await store.entry_append(
-            memory.tenant_id, tid, [_new(entry_id, "once", key)], updated_at=_WHEN
-        )
+        tenant = memory.tenant_id
+        [stored] = (await self._append(store, tenant, tid, [_new(entry_id, "once", key)])).entries
+        replay = await self._append(store, tenant, tid, [_new(entry_id, "once", key)])
         assert replay.entries == [stored]
         assert await memory.entries.count(tid) == 1
 
     async def test_ids_are_unique_per_branch(self, memory: AsyncMemory, store: AsyncStore) -> None:
         tid, taken = await self._seeded(memory, store)
         later = _id("e")
-        await store.entry_append(
-            memory.tenant_id, tid, [_new(later, "main only")], updated_at=_WHEN
-        )
+        await self._append(store, memory.tenant_id, tid, [_new(later, "main only")])
         await memory.branches.create(tid, "side", from_entry=taken)
         with pytest.raises(Conflict, match="already"):
-            await store.entry_append(
-                memory.tenant_id, tid, [_new(taken, "copy")], updated_at=_WHEN, branch="side"
-            )
+            await self._append(store, memory.tenant_id, tid, [_new(taken, "copy")], branch="side")
         # an id held only by another branch is free on this one
-        await store.entry_append(
-            memory.tenant_id, tid, [_new(later, "side's own")], updated_at=_WHEN, branch="side"
-        )
+        await self._append(store, memory.tenant_id, tid, [_new(later, "side's own")], branch="side")
         assert await self._contents(memory, tid, branch="side") == ["first", "side's own"]
         assert await self._contents(memory, tid, branch="main") == ["first", "main only"]

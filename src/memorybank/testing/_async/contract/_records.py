@@ -26,6 +26,9 @@ from memorybank.testing._async.contract._base import ContractBase, _id
 
 __all__ = ["RecordCases"]
 
+# Every kind of ``visible_to`` a batch read must answer like its single reads.
+_SCOPES = (None, Visibility(None, None), Visibility(UNSET, "bob"), Visibility("x", "y"))
+
 
 class RecordCases(ContractBase):
     """Store level: records, guarded writes and batch reads."""
@@ -416,7 +419,7 @@ class RecordCases(ContractBase):
             tenant, ["out", "in"], keys, visible_to=Visibility("bot", "alice")
         )
         assert alice == {"out": [out_alice, out_shared], "in": [in_alice, in_shared]}
-        for seen in (None, Visibility(None, None), Visibility(UNSET, "bob"), Visibility("x", "y")):
+        for seen in _SCOPES:
             got = await store.record_list_keys_by_kind(tenant, ["in", "out"], keys, visible_to=seen)
             assert got == {
                 kind: await store.record_list_keys(tenant, kind, keys, visible_to=seen)
@@ -477,7 +480,7 @@ class RecordCases(ContractBase):
         )
         assert by == {"in": [in_3, in_4], "out": [out_2, out_1, out_5, out_6]}
         assert linked == {shared.id: shared, alices.id: alices}  # not bob's, though named
-        for seen in (None, Visibility(None, None), Visibility(UNSET, "bob"), Visibility("x", "y")):
+        for seen in _SCOPES:
             by, linked = await store.record_list_keys_linked(
                 tenant, links, keys, "node", visible_to=seen
             )
@@ -541,7 +544,7 @@ class RecordCases(ContractBase):
             tenant, "link", keys, "to", ["b"], visible_to=Visibility("bot", "alice")
         )
         assert alice == [a_b_alice, a_b]
-        for seen in (None, Visibility(None, None), Visibility(UNSET, "bob"), Visibility("x", "y")):
+        for seen in _SCOPES:
             every = await store.record_list_keys(tenant, "link", keys, visible_to=seen)
             assert await store.record_list_links(
                 tenant, "link", keys, "to", ["b", "c"], visible_to=seen

@@ -70,14 +70,8 @@ class StateCases(ContractBase):
         assert (await check(), await check("alt")) == (4, 3)
         entries = (await store.entry_list(tenant, tid))[1]
         summary = self._summary(entries[2].created_at - timedelta(milliseconds=1), 3)
-        done = await store.entry_compact(
-            tenant,
-            tid,
-            branch="main",
-            through_position=entries[1].position,
-            expected_ids=[e.id for e in entries[:2]],
-            summary=summary,
-            updated_at=entries[-1].created_at,
+        done = await self._compact(
+            store, tenant, tid, entries, 1, [e.id for e in entries[:2]], summary
         )
         assert done is True
         assert await check() == 3  # two replaced by one

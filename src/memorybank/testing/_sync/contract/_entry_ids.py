@@ -9,8 +9,6 @@ uniqueness is per branch.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from memorybank.errors import Conflict
@@ -19,8 +17,6 @@ from memorybank.stores.contract._sync.store import Store, NewEntry
 from memorybank.testing._sync.contract._base import ContractBase, _id, _new_entry
 
 __all__ = ["EntryIdCases"]
-
-_WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _new(entry_id: str, content: str, key: str | None = None) -> NewEntry:
@@ -33,7 +29,7 @@ class EntryIdCases(ContractBase):
     def _seeded(self, memory: Memory, store: Store) -> tuple[str, str]:
         tid = self._thread(memory)
         taken = _id("e")
-        store.entry_append(memory.tenant_id, tid, [_new(taken, "first")], updated_at=_WHEN)
+        self._append(store, memory.tenant_id, tid, [_new(taken, "first")])
         return tid, taken
 
     def _contents(
@@ -48,12 +44,10 @@ class EntryIdCases(ContractBase):
         before = memory.threads.get(tid)
         assert before is not None
         with pytest.raises(Conflict, match="already"):
-            store.entry_append(
-                memory.tenant_id, tid, [_new(taken, "again")], updated_at=_WHEN
-            )
+            self._append(store, memory.tenant_id, tid, [_new(taken, "again")])
         batch = [_new(_id("e"), "new"), _new(taken, "again"), _new(_id("e"), "newer")]
         with pytest.raises(Conflict, match="already"):
-            store.entry_append(memory.tenant_id, tid, batch, updated_at=_WHEN)
+            self._append(store, memory.tenant_id, tid, batch)
         assert self._contents(memory, tid) == ["first"]
         after = memory.threads.get(tid)
         assert after is not None and after.updated_at == before.updated_at
@@ -71,7 +65,7 @@ class EntryIdCases(ContractBase):
             [_new(twice, "a", key=_id("k")), _new(twice, "b")],
         ):
             with pytest.raises(Conflict, match="twice"):
-                store.entry_append(memory.tenant_id, tid, batch, updated_at=_WHEN)
+                self._append(store, memory.tenant_id, tid, batch)
         assert self._contents(memory, tid) == ["first"]
         assert memory.entries.count(tid) == 1
 
@@ -80,31 +74,20 @@ class EntryIdCases(ContractBase):
     ) -> None:
         tid = self._thread(memory)
         key, entry_id = _id("k"), _id("e")
-        [stored] = (
-            store.entry_append(
-                memory.tenant_id, tid, [_new(entry_id, "once", key)], updated_at=_WHEN
-            )
-        ).entries
-        replay = store.entry_append(
-            memory.tenant_id, tid, [_new(entry_id, "once", key)], updated_at=_WHEN
-        )
+        tenant = memory.tenant_id
+        [stored] = (self._append(store, tenant, tid, [_new(entry_id, "once", key)])).entries
+        replay = self._append(store, tenant, tid, [_new(entry_id, "once", key)])
         assert replay.entries == [stored]
         assert memory.entries.count(tid) == 1
 
     def test_ids_are_unique_per_branch(self, memory: Memory, store: Store) -> None:
         tid, taken = self._seeded(memory, store)
         later = _id("e")
-        store.entry_append(
-            memory.tenant_id, tid, [_new(later, "main only")], updated_at=_WHEN
-        )
+        self._append(store, memory.tenant_id, tid, [_new(later, "main only")])
         memory.branches.create(tid, "side", from_entry=taken)
         with pytest.raises(Conflict, match="already"):
-            store.entry_append(
-                memory.tenant_id, tid, [_new(taken, "copy")], updated_at=_WHEN, branch="side"
-            )
+            self._append(store, memory.tenant_id, tid, [_new(taken, "copy")], branch="side")
         # an id held only by another branch is free on this one
-        store.entry_append(
-            memory.tenant_id, tid, [_new(later, "side's own")], updated_at=_WHEN, branch="side"
-        )
+        self._append(store, memory.tenant_id, tid, [_new(later, "side's own")], branch="side")
         assert self._contents(memory, tid, branch="side") == ["first", "side's own"]
         assert self._contents(memory, tid, branch="main") == ["first", "main only"]

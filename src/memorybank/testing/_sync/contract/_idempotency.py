@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -152,34 +151,25 @@ class IdempotencyCases(ContractBase):
     def test_store_refuses_a_reused_key_before_writing_any_of_the_batch(
         self, memory: Memory, store: Store
     ) -> None:
-        tid = self._thread(memory)
-        when = datetime(2026, 1, 1, tzinfo=UTC)
+        tid, tenant = self._thread(memory), memory.tenant_id
 
         def new(content: str, key: str | None, fingerprint: str | None) -> NewEntry:
-            return _new_entry(_id("e"), content, key=key, fingerprint=fingerprint, when=when)
+            return _new_entry(_id("e"), content, key=key, fingerprint=fingerprint)
 
-        store.entry_append(
-            memory.tenant_id, tid, [new("a", "k", "f1"), new("b", None, None)], updated_at=when
-        )
+        self._append(store, tenant, tid, [new("a", "k", "f1"), new("b", None, None)])
         with pytest.raises(Conflict):
-            store.entry_append(
-                memory.tenant_id,
+            self._append(
+                store,
+                tenant,
                 tid,
                 [new("c", "fresh", "f2"), new("d", None, None), new("e", "k", "f2")],
-                updated_at=when,
             )
         assert [e.content for e in memory.entries.list(tid)] == ["a", "b"]
         # a fingerprint missing on either side is no evidence of another payload
         for old, fresh in (("f1", None), (None, "f3")):
             key = _id("k")
-            [stored] = (
-                store.entry_append(
-                    memory.tenant_id, tid, [new("x", key, old)], updated_at=when
-                )
-            ).entries
-            replay = store.entry_append(
-                memory.tenant_id, tid, [new("y", key, fresh)], updated_at=when
-            )
+            [stored] = (self._append(store, tenant, tid, [new("x", key, old)])).entries
+            replay = self._append(store, tenant, tid, [new("y", key, fresh)])
             assert replay.entries == [stored]
         assert memory.entries.count(tid) == 4
 

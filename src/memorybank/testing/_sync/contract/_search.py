@@ -3,30 +3,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pytest
 
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry
-from memorybank.stores.contract._sync.store import Store, NewEntry, VectorItem, Visibility
+from memorybank.stores.contract._sync.store import Store, VectorItem, Visibility
 from memorybank.stores.contract.items import EntryRow
 from memorybank.testing._sync.contract._base import ContractBase, _id
 
 
 def _row(entry: Entry | EntryRow) -> EntryRow:
     """An entry's ``EntryRow`` fields (what ``search_entry_rows`` returns of it)."""
-    return EntryRow(
-        entry.id,
-        entry.thread_id,
-        entry.branch,
-        entry.position,
-        entry.role,
-        entry.content,
-        entry.name,
-        entry.created_at,
-    )
+    return EntryRow(*(getattr(entry, field) for field in EntryRow._fields))
+
+
+def _vectors_of(got: Mapping[str, Any], expected: Mapping[str, Any]) -> None:
+    """``got`` holds vectors of ``expected``'s ids only, each equal to it as float32."""
+    assert set(got) <= set(expected)
+    for eid, vector in got.items():
+        assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
 
 
 __all__ = ["SearchCases"]
@@ -42,29 +42,15 @@ class SearchCases(ContractBase):
         ids = self._fill(memory, tid, 5)
         entries = memory.entries.list(tid)
         through = entries[2].position
-        summary = NewEntry(
-            id=_id("e"),
-            role="system",
+        summary = self._summary(
+            entries[3].created_at - timedelta(milliseconds=1),
+            9,
             content="[Conversation summary]\nthree turns",
-            name=None,
-            tool_calls=(),
-            tool_call_id=None,
             metadata={"compaction": True},
-            state={},
-            token_count=9,
-            created_at=entries[3].created_at - timedelta(milliseconds=1),
         )
 
         def compact(expected: list[str]) -> bool:
-            return store.entry_compact(
-                memory.tenant_id,
-                tid,
-                branch="main",
-                through_position=through,
-                expected_ids=expected,
-                summary=summary,
-                updated_at=entries[-1].created_at,
-            )
+            return self._compact(store, memory.tenant_id, tid, entries, 2, expected, summary)
 
         stale = compact(ids[:2])
         assert stale is False
@@ -194,25 +180,19 @@ class SearchCases(ContractBase):
         expected = store.vector_get_arrays(
             tenant, "entry", [eid for _, eid in entries], model_id=m1
         )
-        assert set(expected) == {other[0], ids[5], ids[1]} and set(vectors) <= set(expected)
-        for eid, vector in vectors.items():
-            assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        assert set(expected) == {other[0], ids[5], ids[1]}
+        _vectors_of(vectors, expected)
         # the rows a search ranks: the same entries, their ``EntryRow`` fields
         row_threads, rows, row_vectors = store.search_entry_rows(tenant, wanted, model_id=m1)
         assert row_threads == threads
         assert {key: _row(e) for key, e in rows.items()} == {
             key: _row(e) for key, e in entries.items()
         }
-        assert set(row_vectors) <= set(expected)
-        for eid, vector in row_vectors.items():
-            assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        _vectors_of(row_vectors, expected)
         # once the store holds the model's vectors in memory (a vector search), the same
         store.vector_search(tenant, [1.0, 0.0, 0.0], model_id=m1, kinds=["entry"], k=3)
         for read in (store.search_entries, store.search_entry_rows):
-            again = (read(tenant, wanted, model_id=m1))[2]
-            assert set(again) <= set(expected)
-            for eid, vector in again.items():
-                assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+            _vectors_of((read(tenant, wanted, model_id=m1))[2], expected)
         assert (store.search_entries(tenant, wanted))[2] == {}
         assert store.search_entries(stranger, wanted, model_id=m1) == ({}, {}, {})
         assert store.search_entries(tenant, {}, model_id=m1) == ({}, {}, {})
@@ -224,16 +204,13 @@ class SearchCases(ContractBase):
         assert found == store.entry_windows(tenant, windows)
         assert [[e.id for e in w] for w in found] == [ids[:3], [], other, []]
         expected = store.vector_get_arrays(tenant, "entry", [ids[2], *other], model_id=m1)
-        assert set(expected) == {ids[2], other[0]} and set(more) <= set(expected)
-        for eid, vector in more.items():
-            assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        assert set(expected) == {ids[2], other[0]}
+        _vectors_of(more, expected)
         row_windows, row_more = store.search_window_rows(
             tenant, windows, model_id=m1, known={ids[0], ids[1]}
         )
         assert [[_row(e) for e in w] for w in row_windows] == [[_row(e) for e in w] for w in found]
-        assert set(row_more) <= set(expected)
-        for eid, vector in row_more.items():
-            assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        _vectors_of(row_more, expected)
         assert (store.search_windows(tenant, windows))[1] == {}
         assert store.search_windows(tenant, [], model_id=m1) == ([], {})
         assert store.search_windows(stranger, windows[:1], model_id=m1) == ([[]], {})
@@ -381,15 +358,7 @@ class SearchCases(ContractBase):
         entries = memory.entries.list(tid)
         assert [e.id for e in entries] == ids[1:6]
         summary = self._summary(entries[3].created_at - timedelta(milliseconds=1), 1)
-        assert store.entry_compact(
-            tenant,
-            tid,
-            branch="main",
-            through_position=entries[2].position,
-            expected_ids=ids[1:4],
-            summary=summary,
-            updated_at=entries[-1].created_at,
-        )
+        assert self._compact(store, tenant, tid, entries, 2, ids[1:4], summary)
         assert self._vectors_left(store, tenant, every) == left
         # branch_delete: the fork held ids[1..5]; ids[1..3] now have no copy at all.
         assert store.branch_delete(tenant, tid, "fork") is True
@@ -407,15 +376,7 @@ class SearchCases(ContractBase):
         three = self._fill(memory, other, 1)
         store.vector_put(tenant, [item(three[0], other)])
         entries = memory.entries.list(other)
-        assert store.entry_compact(
-            tenant,
-            other,
-            branch="main",
-            through_position=entries[0].position,
-            expected_ids=[kept[0]],
-            summary=None,
-            updated_at=entries[-1].created_at,
-        )
+        assert self._compact(store, tenant, other, entries, 0, [kept[0]], None)
         assert self._vectors_left(store, tenant, every + three) == {kept[1], three[0]}
         # Other tenants' vectors never moved; thread_delete takes the rest.
         got = store.vector_get(elsewhere.tenant_id, "entry", foreign_ids, model_id="mv")
