@@ -26,6 +26,7 @@ import pytest
 
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
+from memorybank.graph._async import AsyncGraph
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.runtime.concurrency import arun_all
 from memorybank.stores.contract._async.store import AsyncStore
@@ -45,6 +46,11 @@ START = datetime(2026, 1, 2, tzinfo=UTC)
 
 def _names(entities: list[Entity]) -> list[str]:
     return [e.name for e in entities]
+
+
+async def _entities(g: AsyncGraph, *names: str) -> list[Entity]:
+    """Entities of these names added to ``g``, in order."""
+    return [await g.add_entity(name) for name in names]
 
 
 def _types(relations: list[Relation]) -> list[tuple[str, str, str]]:
@@ -128,8 +134,7 @@ class AsyncGraphContract:
 
     async def test_concurrent_same_relation_is_one_relation(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
+        a, b = await _entities(g, "A", "B")
 
         async def add(i: int) -> Relation:
             return await g.add_relation(a.id, "knows", b.id, provenance=[f"e{i}"])
@@ -260,9 +265,7 @@ class AsyncGraphContract:
 
     async def test_delete_entity_cascades_to_its_relations(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
-        c = await g.add_entity("C")
+        a, b, c = await _entities(g, "A", "B", "C")
         r1 = await g.add_relation(a.id, "knows", b.id)
         r2 = await g.add_relation(c.id, "knows", a.id)
         r3 = await g.add_relation(b.id, "knows", c.id)
@@ -279,9 +282,7 @@ class AsyncGraphContract:
 
     async def test_add_relation_and_read_by_direction(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
-        c = await g.add_entity("C")
+        a, b, c = await _entities(g, "A", "B", "C")
         ab = await g.add_relation(a.id, "knows", b.id, weight=2.0, label="old friends")
         ca = await g.add_relation(c.id, "likes", a.id, properties={"since": 2019})
         assert await g.get_relation(ab.id) == ab
@@ -308,8 +309,7 @@ class AsyncGraphContract:
         self, memory: AsyncMemory
     ) -> None:
         g = memory.graph
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
+        a, b = await _entities(g, "A", "B")
         first = await g.add_relation(a.id, "knows", b.id, provenance=["e1"])
         again = await g.add_relation(a.id, "knows", b.id, provenance=["e2", "e1"], weight=0.5)
         assert again.id == first.id
@@ -321,8 +321,7 @@ class AsyncGraphContract:
 
     async def test_bidirectional_relation_counts_both_ways(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
+        a, b = await _entities(g, "A", "B")
         rel = await g.add_relation(a.id, "married_to", b.id, bidirectional=True)
         assert [r.id for r in await g.relations(b.id, direction="out")] == [rel.id]
         assert _names(await g.neighbors(b.id, direction="out")) == ["A"]
@@ -356,9 +355,7 @@ class AsyncGraphContract:
 
     async def test_functional_types_are_configurable(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        alice = await g.add_entity("Alice")
-        x = await g.add_entity("X")
-        y = await g.add_entity("Y")
+        alice, x, y = await _entities(g, "Alice", "X", "Y")
         g.functional_types.discard("lives_in")
         try:
             await g.add_relation(alice.id, "lives_in", x.id)
@@ -377,9 +374,7 @@ class AsyncGraphContract:
         self, memory: AsyncMemory
     ) -> None:
         g = memory.graph
-        alice = await g.add_entity("Alice")
-        berlin = await g.add_entity("Berlin")
-        paris = await g.add_entity("Paris")
+        alice, berlin, paris = await _entities(g, "Alice", "Berlin", "Paris")
         now_rel = await g.add_relation(alice.id, "lives_in", berlin.id, valid_at=JUN)
         past = await g.add_relation(alice.id, "lives_in", paris.id, valid_at=JAN)
         assert past.invalid_at == JUN
@@ -402,8 +397,7 @@ class AsyncGraphContract:
 
     async def test_invalidate_keeps_history_and_delete_removes(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
+        a, b = await _entities(g, "A", "B")
         rel = await g.add_relation(a.id, "knows", b.id, valid_at=JAN)
         gone = await g.invalidate_relation(rel.id, at=JUN)
         assert gone.invalid_at == JUN and gone.expired_at is not None
@@ -423,8 +417,7 @@ class AsyncGraphContract:
 
     async def test_update_relation(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
+        a, b = await _entities(g, "A", "B")
         rel = await g.add_relation(a.id, "knows", b.id)
         new = await g.update_relation(rel.id, weight=3.0, label="close", properties={"k": 1})
         assert (new.weight, new.label, new.properties) == (3.0, "close", {"k": 1})
@@ -471,9 +464,7 @@ class AsyncGraphContract:
 
     async def test_traverse_keeps_edges_among_the_last_level(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        hub = await g.add_entity("Hub")
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
+        hub, a, b = await _entities(g, "Hub", "A", "B")
         await g.add_relation(hub.id, "has", a.id)
         await g.add_relation(hub.id, "has", b.id)
         ab = await g.add_relation(a.id, "knows", b.id)
@@ -514,8 +505,7 @@ class AsyncGraphContract:
 
     async def test_private_nodes_are_never_reached_by_others(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        shared_a = await g.add_entity("Shared A")
-        shared_b = await g.add_entity("Shared B")
+        shared_a, shared_b = await _entities(g, "Shared A", "Shared B")
         secret = await g.add_entity("Secret", user_id="alice")
         beyond = await g.add_entity("Beyond")
         r1 = await g.add_relation(shared_a.id, "knows", secret.id, user_id="alice")
@@ -584,9 +574,7 @@ class AsyncGraphContract:
 
     async def test_infer_transitive_colleagues_and_symmetry(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        room = await g.add_entity("Room")
-        house = await g.add_entity("House")
-        town = await g.add_entity("Town")
+        room, house, town = await _entities(g, "Room", "House", "Town")
         r1 = await g.add_relation(room.id, "part_of", house.id)
         await g.add_relation(house.id, "part_of", town.id)
         alice = await g.add_entity("Alice", type="person")
@@ -683,8 +671,7 @@ class AsyncGraphContract:
 
     async def test_bad_input_is_refused_and_writes_nothing(self, memory: AsyncMemory) -> None:
         g = memory.graph
-        a = await g.add_entity("A")
-        b = await g.add_entity("B")
+        a, b = await _entities(g, "A", "B")
         naive: Any = datetime(2020, 1, 1, tzinfo=UTC).replace(tzinfo=None)
         one: Any = 1
         up: Any = "up"

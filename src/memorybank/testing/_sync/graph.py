@@ -27,6 +27,7 @@ import pytest
 
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
+from memorybank.graph._sync import Graph
 from memorybank.memory._sync.memory import Memory
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store
@@ -46,6 +47,11 @@ START = datetime(2026, 1, 2, tzinfo=UTC)
 
 def _names(entities: list[Entity]) -> list[str]:
     return [e.name for e in entities]
+
+
+def _entities(g: Graph, *names: str) -> list[Entity]:
+    """Entities of these names added to ``g``, in order."""
+    return [g.add_entity(name) for name in names]
 
 
 def _types(relations: list[Relation]) -> list[tuple[str, str, str]]:
@@ -129,8 +135,7 @@ class SyncGraphContract:
 
     def test_concurrent_same_relation_is_one_relation(self, memory: Memory) -> None:
         g = memory.graph
-        a = g.add_entity("A")
-        b = g.add_entity("B")
+        a, b = _entities(g, "A", "B")
 
         def add(i: int) -> Relation:
             return g.add_relation(a.id, "knows", b.id, provenance=[f"e{i}"])
@@ -261,9 +266,7 @@ class SyncGraphContract:
 
     def test_delete_entity_cascades_to_its_relations(self, memory: Memory) -> None:
         g = memory.graph
-        a = g.add_entity("A")
-        b = g.add_entity("B")
-        c = g.add_entity("C")
+        a, b, c = _entities(g, "A", "B", "C")
         r1 = g.add_relation(a.id, "knows", b.id)
         r2 = g.add_relation(c.id, "knows", a.id)
         r3 = g.add_relation(b.id, "knows", c.id)
@@ -280,9 +283,7 @@ class SyncGraphContract:
 
     def test_add_relation_and_read_by_direction(self, memory: Memory) -> None:
         g = memory.graph
-        a = g.add_entity("A")
-        b = g.add_entity("B")
-        c = g.add_entity("C")
+        a, b, c = _entities(g, "A", "B", "C")
         ab = g.add_relation(a.id, "knows", b.id, weight=2.0, label="old friends")
         ca = g.add_relation(c.id, "likes", a.id, properties={"since": 2019})
         assert g.get_relation(ab.id) == ab
@@ -309,8 +310,7 @@ class SyncGraphContract:
         self, memory: Memory
     ) -> None:
         g = memory.graph
-        a = g.add_entity("A")
-        b = g.add_entity("B")
+        a, b = _entities(g, "A", "B")
         first = g.add_relation(a.id, "knows", b.id, provenance=["e1"])
         again = g.add_relation(a.id, "knows", b.id, provenance=["e2", "e1"], weight=0.5)
         assert again.id == first.id
@@ -322,8 +322,7 @@ class SyncGraphContract:
 
     def test_bidirectional_relation_counts_both_ways(self, memory: Memory) -> None:
         g = memory.graph
-        a = g.add_entity("A")
-        b = g.add_entity("B")
+        a, b = _entities(g, "A", "B")
         rel = g.add_relation(a.id, "married_to", b.id, bidirectional=True)
         assert [r.id for r in g.relations(b.id, direction="out")] == [rel.id]
         assert _names(g.neighbors(b.id, direction="out")) == ["A"]
@@ -357,9 +356,7 @@ class SyncGraphContract:
 
     def test_functional_types_are_configurable(self, memory: Memory) -> None:
         g = memory.graph
-        alice = g.add_entity("Alice")
-        x = g.add_entity("X")
-        y = g.add_entity("Y")
+        alice, x, y = _entities(g, "Alice", "X", "Y")
         g.functional_types.discard("lives_in")
         try:
             g.add_relation(alice.id, "lives_in", x.id)
@@ -378,9 +375,7 @@ class SyncGraphContract:
         self, memory: Memory
     ) -> None:
         g = memory.graph
-        alice = g.add_entity("Alice")
-        berlin = g.add_entity("Berlin")
-        paris = g.add_entity("Paris")
+        alice, berlin, paris = _entities(g, "Alice", "Berlin", "Paris")
         now_rel = g.add_relation(alice.id, "lives_in", berlin.id, valid_at=JUN)
         past = g.add_relation(alice.id, "lives_in", paris.id, valid_at=JAN)
         assert past.invalid_at == JUN
@@ -403,8 +398,7 @@ class SyncGraphContract:
 
     def test_invalidate_keeps_history_and_delete_removes(self, memory: Memory) -> None:
         g = memory.graph
-        a = g.add_entity("A")
-        b = g.add_entity("B")
+        a, b = _entities(g, "A", "B")
         rel = g.add_relation(a.id, "knows", b.id, valid_at=JAN)
         gone = g.invalidate_relation(rel.id, at=JUN)
         assert gone.invalid_at == JUN and gone.expired_at is not None
@@ -424,8 +418,7 @@ class SyncGraphContract:
 
     def test_update_relation(self, memory: Memory) -> None:
         g = memory.graph
-        a = g.add_entity("A")
-        b = g.add_entity("B")
+        a, b = _entities(g, "A", "B")
         rel = g.add_relation(a.id, "knows", b.id)
         new = g.update_relation(rel.id, weight=3.0, label="close", properties={"k": 1})
         assert (new.weight, new.label, new.properties) == (3.0, "close", {"k": 1})
@@ -472,9 +465,7 @@ class SyncGraphContract:
 
     def test_traverse_keeps_edges_among_the_last_level(self, memory: Memory) -> None:
         g = memory.graph
-        hub = g.add_entity("Hub")
-        a = g.add_entity("A")
-        b = g.add_entity("B")
+        hub, a, b = _entities(g, "Hub", "A", "B")
         g.add_relation(hub.id, "has", a.id)
         g.add_relation(hub.id, "has", b.id)
         ab = g.add_relation(a.id, "knows", b.id)
@@ -515,8 +506,7 @@ class SyncGraphContract:
 
     def test_private_nodes_are_never_reached_by_others(self, memory: Memory) -> None:
         g = memory.graph
-        shared_a = g.add_entity("Shared A")
-        shared_b = g.add_entity("Shared B")
+        shared_a, shared_b = _entities(g, "Shared A", "Shared B")
         secret = g.add_entity("Secret", user_id="alice")
         beyond = g.add_entity("Beyond")
         r1 = g.add_relation(shared_a.id, "knows", secret.id, user_id="alice")
@@ -585,9 +575,7 @@ class SyncGraphContract:
 
     def test_infer_transitive_colleagues_and_symmetry(self, memory: Memory) -> None:
         g = memory.graph
-        room = g.add_entity("Room")
-        house = g.add_entity("House")
-        town = g.add_entity("Town")
+        room, house, town = _entities(g, "Room", "House", "Town")
         r1 = g.add_relation(room.id, "part_of", house.id)
         g.add_relation(house.id, "part_of", town.id)
         alice = g.add_entity("Alice", type="person")
@@ -684,8 +672,7 @@ class SyncGraphContract:
 
     def test_bad_input_is_refused_and_writes_nothing(self, memory: Memory) -> None:
         g = memory.graph
-        a = g.add_entity("A")
-        b = g.add_entity("B")
+        a, b = _entities(g, "A", "B")
         naive: Any = datetime(2020, 1, 1, tzinfo=UTC).replace(tzinfo=None)
         one: Any = 1
         up: Any = "up"
