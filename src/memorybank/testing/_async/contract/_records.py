@@ -22,7 +22,7 @@ from memorybank.stores.contract._async.store import (
     Visibility,
 )
 from memorybank.stores.contract.types import LAST_POSITION
-from memorybank.testing._async.contract._base import ContractBase, _id
+from memorybank.testing._async.contract._base import _WHEN, ContractBase, _id
 
 __all__ = ["RecordCases"]
 
@@ -39,22 +39,21 @@ class RecordCases(ContractBase):
 
     async def test_records_put_get_list_delete(self, store: AsyncStore) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         a = self._record(
             "fact",
             "likes tea",
             agent_id="bot",
             user_id="alice",
-            created_at=base,
+            created_at=_WHEN,
             data={"confidence": 0.9, "tags": ["x"]},
-            expires_at=base + timedelta(days=1),
+            expires_at=_WHEN + timedelta(days=1),
         )
-        b = self._record("fact", "shared fact", agent_id="bot", created_at=base + timedelta(1))
+        b = self._record("fact", "shared fact", agent_id="bot", created_at=_WHEN + timedelta(1))
         c = self._record(
-            "fact", "bob's", agent_id="bot", user_id="bob", created_at=base + timedelta(2)
+            "fact", "bob's", agent_id="bot", user_id="bob", created_at=_WHEN + timedelta(2)
         )
-        d = self._record("fact", "other agent", agent_id="other", created_at=base + timedelta(3))
-        e = self._record("core", "Alice", user_id="alice", key="name", created_at=base)
+        d = self._record("fact", "other agent", agent_id="other", created_at=_WHEN + timedelta(3))
+        e = self._record("core", "Alice", user_id="alice", key="name", created_at=_WHEN)
         await store.record_put(tenant, [a, b, c, d, e])
         assert await store.record_get(tenant, "fact", a.id) == a
         assert await store.record_get(tenant, "core", a.id) is None
@@ -327,12 +326,11 @@ class RecordCases(ContractBase):
         self, store: AsyncStore
     ) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         u = uuid.uuid4().hex[:8]
 
         def rec(name: str, key: str | None, day: int, **kwargs: Any) -> Record:
             return self._record(
-                "edge", name, id=f"{u}-{name}", key=key, created_at=base + timedelta(day), **kwargs
+                "edge", name, id=f"{u}-{name}", key=key, created_at=_WHEN + timedelta(day), **kwargs
             )
 
         shared = rec("s", "k1", 2)
@@ -373,10 +371,9 @@ class RecordCases(ContractBase):
 
     async def test_record_list_keys_reads_long_key_lists(self, store: AsyncStore) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         records = [
             self._record(
-                "edge", "", id=f"e{i:05d}", key=f"n{i % 700:04d}", created_at=base + timedelta(i)
+                "edge", "", id=f"e{i:05d}", key=f"n{i % 700:04d}", created_at=_WHEN + timedelta(i)
             )
             for i in range(1400)
         ]
@@ -389,12 +386,11 @@ class RecordCases(ContractBase):
         self, store: AsyncStore
     ) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         u = uuid.uuid4().hex[:8]
 
         def rec(kind: str, name: str, key: str, day: int, **kwargs: Any) -> Record:
             return self._record(
-                kind, name, id=f"{u}-{name}", key=key, created_at=base + timedelta(day), **kwargs
+                kind, name, id=f"{u}-{name}", key=key, created_at=_WHEN + timedelta(day), **kwargs
             )
 
         # One id under two kinds, as a graph relation is stored once per direction.
@@ -440,7 +436,6 @@ class RecordCases(ContractBase):
         self, store: AsyncStore
     ) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         u = uuid.uuid4().hex[:8]
 
         def node(name: str, **kwargs: Any) -> Record:
@@ -454,7 +449,7 @@ class RecordCases(ContractBase):
                 id=f"{u}-{name}",
                 key=key,
                 data={field: far, "other": f"{u}-shared"},
-                created_at=base + timedelta(day),
+                created_at=_WHEN + timedelta(day),
                 **kwargs,
             )
 
@@ -517,12 +512,11 @@ class RecordCases(ContractBase):
         self, store: AsyncStore
     ) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
 
         def rec(name: str, key: str, to: object, day: int, **kwargs: Any) -> Record:
             data = {} if to is None else {"to": to, "from": key}
             return self._record(
-                "link", name, key=key, data=data, created_at=base + timedelta(day), **kwargs
+                "link", name, key=key, data=data, created_at=_WHEN + timedelta(day), **kwargs
             )
 
         a_b, a_c, b_a = rec("ab", "a", "b", 3), rec("ac", "a", "c", 1), rec("ba", "b", "a", 2)
@@ -557,12 +551,11 @@ class RecordCases(ContractBase):
 
     async def test_record_page_walks_every_record_once_in_order(self, store: AsyncStore) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         u = uuid.uuid4().hex[:8]
-        same = base + timedelta(hours=1)
+        same = _WHEN + timedelta(hours=1)
         last = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
         records = [
-            self._record("fact", "0", id=f"{u}-m", created_at=base),
+            self._record("fact", "0", id=f"{u}-m", created_at=_WHEN),
             # Equal created_at: ordered by id, "p" before "p " (exact ids, no padding).
             self._record("fact", "1", id=f"{u}-p ", created_at=same),
             self._record("fact", "2", id=f"{u}-p", created_at=same),
@@ -577,7 +570,7 @@ class RecordCases(ContractBase):
             self._record("fact", "10", id=f"{u}-w", created_at=last - timedelta(microseconds=1)),
         ]
         await store.record_put(tenant, records)
-        await store.record_put(tenant, [self._record("other", "not a fact", created_at=base)])
+        await store.record_put(tenant, [self._record("other", "not a fact", created_at=_WHEN)])
         expected = sorted(records, key=lambda r: (r.created_at, r.id))
         assert await store.record_list(tenant, "fact") == expected
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -13,7 +13,7 @@ from memorybank.records import Thread
 from memorybank.runtime.concurrency import arun_all
 from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.contract.capabilities import OVERRIDES, Capability
-from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock, requires
+from memorybank.testing._async.contract._base import _WHEN, ContractBase, _id, _StepClock, requires
 
 
 def _defines(store: object, name: str) -> bool:
@@ -228,12 +228,11 @@ class StateCases(ContractBase):
         the tenant as it was; one that ends makes every write visible. A write the view
         refuses (``Conflict``) undoes only itself: the block goes on and commits."""
         tenant, run = _id("ten"), _id("run")
-        when = datetime(2026, 1, 1, tzinfo=UTC)
 
         def thread(thread_id: str) -> Thread:
             return Thread(
                 id=thread_id, tenant_id=tenant, user_id=None, agent_id=None, title=None,
-                metadata={}, status="active", created_at=when, updated_at=when,
+                metadata={}, status="active", created_at=_WHEN, updated_at=_WHEN,
                 current_branch="main",
             )  # fmt: skip
 
@@ -332,17 +331,18 @@ class StateCases(ContractBase):
 
     async def test_snapshot_owner_check_is_part_of_the_write(self, store: AsyncStore) -> None:
         tenant, run = _id("tenant"), _id("run")
-        when = datetime(2026, 1, 1, tzinfo=UTC)
-        await store.snapshot_save(tenant, run, "1", user_id=None, saved_at=when)
-        await store.snapshot_save(tenant, run, "2", user_id="alice", saved_at=when)  # claims it
+        await store.snapshot_save(tenant, run, "1", user_id=None, saved_at=_WHEN)
+        await store.snapshot_save(tenant, run, "2", user_id="alice", saved_at=_WHEN)  # claims it
         assert await store.snapshot_load(tenant, run) == ("alice", "2")
         for user in ("bob", None):
             with pytest.raises(ThreadForbidden):
-                await store.snapshot_save(tenant, run, "3", user_id=user, saved_at=when)
+                await store.snapshot_save(tenant, run, "3", user_id=user, saved_at=_WHEN)
             with pytest.raises(ThreadForbidden):
                 await store.snapshot_delete(tenant, run, user_id=user)
         assert await store.snapshot_load(tenant, run) == ("alice", "2")
-        await store.snapshot_save(tenant, run, "4", user_id="bob", saved_at=when, owner_check=False)
+        await store.snapshot_save(
+            tenant, run, "4", user_id="bob", saved_at=_WHEN, owner_check=False
+        )
         assert await store.snapshot_load(tenant, run) == ("bob", "4")
         assert await store.snapshot_delete(tenant, run, owner_check=False) is True
         assert await store.snapshot_delete(tenant, run, user_id="bob") is False
@@ -351,11 +351,10 @@ class StateCases(ContractBase):
         self, store: AsyncStore
     ) -> None:
         tenant = _id("tenant")
-        when = datetime(2026, 1, 1, tzinfo=UTC)
 
         async def save(run: str, user: str) -> str:
             try:
-                await store.snapshot_save(tenant, run, f'"{user}"', user_id=user, saved_at=when)
+                await store.snapshot_save(tenant, run, f'"{user}"', user_id=user, saved_at=_WHEN)
             except ThreadForbidden:
                 return "forbidden"
             return user

@@ -23,7 +23,7 @@ from memorybank.stores.contract._sync.store import (
     Visibility,
 )
 from memorybank.stores.contract.types import LAST_POSITION
-from memorybank.testing._sync.contract._base import ContractBase, _id
+from memorybank.testing._sync.contract._base import _WHEN, ContractBase, _id
 
 __all__ = ["RecordCases"]
 
@@ -40,22 +40,21 @@ class RecordCases(ContractBase):
 
     def test_records_put_get_list_delete(self, store: Store) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         a = self._record(
             "fact",
             "likes tea",
             agent_id="bot",
             user_id="alice",
-            created_at=base,
+            created_at=_WHEN,
             data={"confidence": 0.9, "tags": ["x"]},
-            expires_at=base + timedelta(days=1),
+            expires_at=_WHEN + timedelta(days=1),
         )
-        b = self._record("fact", "shared fact", agent_id="bot", created_at=base + timedelta(1))
+        b = self._record("fact", "shared fact", agent_id="bot", created_at=_WHEN + timedelta(1))
         c = self._record(
-            "fact", "bob's", agent_id="bot", user_id="bob", created_at=base + timedelta(2)
+            "fact", "bob's", agent_id="bot", user_id="bob", created_at=_WHEN + timedelta(2)
         )
-        d = self._record("fact", "other agent", agent_id="other", created_at=base + timedelta(3))
-        e = self._record("core", "Alice", user_id="alice", key="name", created_at=base)
+        d = self._record("fact", "other agent", agent_id="other", created_at=_WHEN + timedelta(3))
+        e = self._record("core", "Alice", user_id="alice", key="name", created_at=_WHEN)
         store.record_put(tenant, [a, b, c, d, e])
         assert store.record_get(tenant, "fact", a.id) == a
         assert store.record_get(tenant, "core", a.id) is None
@@ -328,12 +327,11 @@ class RecordCases(ContractBase):
         self, store: Store
     ) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         u = uuid.uuid4().hex[:8]
 
         def rec(name: str, key: str | None, day: int, **kwargs: Any) -> Record:
             return self._record(
-                "edge", name, id=f"{u}-{name}", key=key, created_at=base + timedelta(day), **kwargs
+                "edge", name, id=f"{u}-{name}", key=key, created_at=_WHEN + timedelta(day), **kwargs
             )
 
         shared = rec("s", "k1", 2)
@@ -374,10 +372,9 @@ class RecordCases(ContractBase):
 
     def test_record_list_keys_reads_long_key_lists(self, store: Store) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         records = [
             self._record(
-                "edge", "", id=f"e{i:05d}", key=f"n{i % 700:04d}", created_at=base + timedelta(i)
+                "edge", "", id=f"e{i:05d}", key=f"n{i % 700:04d}", created_at=_WHEN + timedelta(i)
             )
             for i in range(1400)
         ]
@@ -390,12 +387,11 @@ class RecordCases(ContractBase):
         self, store: Store
     ) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         u = uuid.uuid4().hex[:8]
 
         def rec(kind: str, name: str, key: str, day: int, **kwargs: Any) -> Record:
             return self._record(
-                kind, name, id=f"{u}-{name}", key=key, created_at=base + timedelta(day), **kwargs
+                kind, name, id=f"{u}-{name}", key=key, created_at=_WHEN + timedelta(day), **kwargs
             )
 
         # One id under two kinds, as a graph relation is stored once per direction.
@@ -441,7 +437,6 @@ class RecordCases(ContractBase):
         self, store: Store
     ) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         u = uuid.uuid4().hex[:8]
 
         def node(name: str, **kwargs: Any) -> Record:
@@ -455,7 +450,7 @@ class RecordCases(ContractBase):
                 id=f"{u}-{name}",
                 key=key,
                 data={field: far, "other": f"{u}-shared"},
-                created_at=base + timedelta(day),
+                created_at=_WHEN + timedelta(day),
                 **kwargs,
             )
 
@@ -518,12 +513,11 @@ class RecordCases(ContractBase):
         self, store: Store
     ) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
 
         def rec(name: str, key: str, to: object, day: int, **kwargs: Any) -> Record:
             data = {} if to is None else {"to": to, "from": key}
             return self._record(
-                "link", name, key=key, data=data, created_at=base + timedelta(day), **kwargs
+                "link", name, key=key, data=data, created_at=_WHEN + timedelta(day), **kwargs
             )
 
         a_b, a_c, b_a = rec("ab", "a", "b", 3), rec("ac", "a", "c", 1), rec("ba", "b", "a", 2)
@@ -558,12 +552,11 @@ class RecordCases(ContractBase):
 
     def test_record_page_walks_every_record_once_in_order(self, store: Store) -> None:
         tenant = _id("tenant")
-        base = datetime(2026, 1, 1, tzinfo=UTC)
         u = uuid.uuid4().hex[:8]
-        same = base + timedelta(hours=1)
+        same = _WHEN + timedelta(hours=1)
         last = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
         records = [
-            self._record("fact", "0", id=f"{u}-m", created_at=base),
+            self._record("fact", "0", id=f"{u}-m", created_at=_WHEN),
             # Equal created_at: ordered by id, "p" before "p " (exact ids, no padding).
             self._record("fact", "1", id=f"{u}-p ", created_at=same),
             self._record("fact", "2", id=f"{u}-p", created_at=same),
@@ -578,7 +571,7 @@ class RecordCases(ContractBase):
             self._record("fact", "10", id=f"{u}-w", created_at=last - timedelta(microseconds=1)),
         ]
         store.record_put(tenant, records)
-        store.record_put(tenant, [self._record("other", "not a fact", created_at=base)])
+        store.record_put(tenant, [self._record("other", "not a fact", created_at=_WHEN)])
         expected = sorted(records, key=lambda r: (r.created_at, r.id))
         assert store.record_list(tenant, "fact") == expected
 

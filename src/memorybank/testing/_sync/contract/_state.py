@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -14,7 +14,7 @@ from memorybank.records import Thread
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.contract.capabilities import OVERRIDES, Capability
-from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock, requires
+from memorybank.testing._sync.contract._base import _WHEN, ContractBase, _id, _StepClock, requires
 
 
 def _defines(store: object, name: str) -> bool:
@@ -229,12 +229,11 @@ class StateCases(ContractBase):
         the tenant as it was; one that ends makes every write visible. A write the view
         refuses (``Conflict``) undoes only itself: the block goes on and commits."""
         tenant, run = _id("ten"), _id("run")
-        when = datetime(2026, 1, 1, tzinfo=UTC)
 
         def thread(thread_id: str) -> Thread:
             return Thread(
                 id=thread_id, tenant_id=tenant, user_id=None, agent_id=None, title=None,
-                metadata={}, status="active", created_at=when, updated_at=when,
+                metadata={}, status="active", created_at=_WHEN, updated_at=_WHEN,
                 current_branch="main",
             )  # fmt: skip
 
@@ -333,17 +332,18 @@ class StateCases(ContractBase):
 
     def test_snapshot_owner_check_is_part_of_the_write(self, store: Store) -> None:
         tenant, run = _id("tenant"), _id("run")
-        when = datetime(2026, 1, 1, tzinfo=UTC)
-        store.snapshot_save(tenant, run, "1", user_id=None, saved_at=when)
-        store.snapshot_save(tenant, run, "2", user_id="alice", saved_at=when)  # claims it
+        store.snapshot_save(tenant, run, "1", user_id=None, saved_at=_WHEN)
+        store.snapshot_save(tenant, run, "2", user_id="alice", saved_at=_WHEN)  # claims it
         assert store.snapshot_load(tenant, run) == ("alice", "2")
         for user in ("bob", None):
             with pytest.raises(ThreadForbidden):
-                store.snapshot_save(tenant, run, "3", user_id=user, saved_at=when)
+                store.snapshot_save(tenant, run, "3", user_id=user, saved_at=_WHEN)
             with pytest.raises(ThreadForbidden):
                 store.snapshot_delete(tenant, run, user_id=user)
         assert store.snapshot_load(tenant, run) == ("alice", "2")
-        store.snapshot_save(tenant, run, "4", user_id="bob", saved_at=when, owner_check=False)
+        store.snapshot_save(
+            tenant, run, "4", user_id="bob", saved_at=_WHEN, owner_check=False
+        )
         assert store.snapshot_load(tenant, run) == ("bob", "4")
         assert store.snapshot_delete(tenant, run, owner_check=False) is True
         assert store.snapshot_delete(tenant, run, user_id="bob") is False
@@ -352,11 +352,10 @@ class StateCases(ContractBase):
         self, store: Store
     ) -> None:
         tenant = _id("tenant")
-        when = datetime(2026, 1, 1, tzinfo=UTC)
 
         def save(run: str, user: str) -> str:
             try:
-                store.snapshot_save(tenant, run, f'"{user}"', user_id=user, saved_at=when)
+                store.snapshot_save(tenant, run, f'"{user}"', user_id=user, saved_at=_WHEN)
             except ThreadForbidden:
                 return "forbidden"
             return user
