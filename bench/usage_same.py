@@ -15,11 +15,8 @@ Run: ``python -m bench.usage_same [--path /tmp/profile_search.db] [--searches 10
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import shutil
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,7 +25,8 @@ from typing import Any
 import numpy as np
 
 import memorybank.memory._async.memory as facade
-from bench.bench_search_scale import AGENT, Known, _one_blas_thread, queries
+from bench.bench_search_scale import AGENT, _one_blas_thread
+from bench.search_same import on_a_copy, questions
 from memorybank import AsyncMemory
 
 _FLUSHES: list[float] = []
@@ -45,12 +43,11 @@ def _timed(flush: Any) -> Any:
 
 
 async def _run(args: argparse.Namespace, path: str) -> list[Any]:
-    qtexts, qvecs = queries(512, seed=99)
-    lookup = Known()
-    lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
+    qtexts, lookup = questions()
     users = [f"user-{n:02d}" for n in range(args.users)]
     now = [datetime(2026, 12, 1, tzinfo=UTC)]
-    facade.flush_usage = _timed(facade.flush_usage)  # the flushes a full buffer makes
+    names = vars(facade)  # the flushes a full buffer makes
+    names["flush_usage"] = _timed(names["flush_usage"])
     async with AsyncMemory(f"sqlite:///{path}", embedder=lookup, clock=lambda: now[0]) as memory:
         for n, user in enumerate(users):  # warm every user's memos
             await memory.search(qtexts[n], user_id=user, agent_id=AGENT, k=10)
@@ -100,12 +97,7 @@ def main() -> None:
     if args.compare:
         sys.exit(compare(*args.compare))
     _one_blas_thread()
-    with tempfile.TemporaryDirectory() as tmp:  # a copy: searches note their uses
-        path = str(Path(tmp) / "store.db")
-        shutil.copyfile(args.path, path)
-        if Path(args.path + ".ann").exists():
-            shutil.copytree(args.path + ".ann", path + ".ann")
-        records = asyncio.run(_run(args, path))
+    records = on_a_copy(args.path, lambda path: _run(args, path))
     if args.dump:
         Path(args.dump).write_text(json.dumps(records))
         print(f"{len(records)} usage records -> {args.dump}")
