@@ -22,13 +22,16 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from bench.bench_search_scale import AGENT, Known, _one_blas_thread, queries
 from memorybank import AsyncMemory, Hit
+
+T = TypeVar("T")
 
 
 def _hit(hit: Hit) -> list[Any]:
@@ -65,10 +68,16 @@ def _calls(users: list[str], threads: dict[str, list[str]], n: int) -> list[Any]
     return out
 
 
-async def _run(args: argparse.Namespace, path: str) -> list[Any]:
+def questions() -> tuple[list[str], Known]:
+    """The 512 questions, and an embedder knowing their vectors."""
     qtexts, qvecs = queries(512, seed=99)
     lookup = Known()
     lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
+    return qtexts, lookup
+
+
+async def _run(args: argparse.Namespace, path: str) -> list[Any]:
+    qtexts, lookup = questions()
     users = [f"user-{n:02d}" for n in range(args.users)]
     async with AsyncMemory(f"sqlite:///{path}", embedder=lookup) as memory:
         for n, user in enumerate(users):  # warm every user's memos
@@ -94,6 +103,16 @@ async def _run(args: argparse.Namespace, path: str) -> list[Any]:
             hits = await memory.search(qtexts[q], **kwargs)
             results.append({"q": q, "args": kwargs, "hits": [_hit(h) for h in hits]})
     return results
+
+
+def on_a_copy(source: str, run: Callable[[str], Coroutine[Any, Any, T]]) -> T:
+    """``run`` on a copy of the store at ``source`` (searches note their uses)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "store.db")
+        shutil.copyfile(source, path)
+        if Path(source + ".ann").exists():
+            shutil.copytree(source + ".ann", path + ".ann")
+        return asyncio.run(run(path))
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -127,12 +146,7 @@ def main() -> None:
     if args.compare:
         sys.exit(compare(*args.compare))
     _one_blas_thread()
-    with tempfile.TemporaryDirectory() as tmp:  # a copy: searches note their uses
-        path = str(Path(tmp) / "store.db")
-        shutil.copyfile(args.path, path)
-        if Path(args.path + ".ann").exists():
-            shutil.copytree(args.path + ".ann", path + ".ann")
-        results = asyncio.run(_run(args, path))
+    results = on_a_copy(args.path, lambda path: _run(args, path))
     if args.dump:
         Path(args.dump).write_text(json.dumps(results))
         print(

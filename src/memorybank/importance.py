@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_IMPORTANCE",
     "USAGE",
     "USAGE_BATCH",
+    "USAGE_WRITE",
     "USE_STEP",
     "HalfLife",
     "ItemKind",
@@ -39,8 +40,11 @@ DEFAULT_IMPORTANCE = 0.5
 DECAY_POOL = 30
 #: How far one use moves importance up towards 1.
 USE_STEP = 0.05
-#: Most items one flush of the use buffer writes (one batch read, one batch write).
+#: Items of the use buffer that make a search write it (with that search's hits).
 USAGE_BATCH = 256
+#: Most items one batch of a flush writes (one batch read, one batch write): room for
+#: a full buffer and the hits of the search that filled it, written at once.
+USAGE_WRITE = 2 * USAGE_BATCH
 
 ItemKind = Literal["fact", "document", "entry"]
 ITEM_KINDS: tuple[str, ...] = ("fact", "document", "entry")
@@ -187,7 +191,7 @@ class UsageBuffer:
         return self.items.get((tenant, kind, item_id))
 
     def take(self) -> dict[str, list[Pending]]:
-        """Everything buffered, per tenant, in batches of ``USAGE_BATCH``; the buffer empties."""
+        """Everything buffered, per tenant; the buffer empties."""
         taken, self.items = self.items, {}
         out: dict[str, list[Pending]] = {}
         for (tenant, _, _), pending in taken.items():

@@ -17,6 +17,7 @@ from memorybank.importance import (
     DEFAULT_IMPORTANCE,
     USAGE,
     USAGE_BATCH,
+    USAGE_WRITE,
     USE_STEP,
     HalfLife,
     used,
@@ -125,8 +126,18 @@ def test_the_buffer_is_bounded_and_close_writes_what_is_left(kind: str, tmp_path
         assert len(memory._core.usage.items) < USAGE_BATCH
         written = len(usage_records(memory))
         assert written >= USAGE_BATCH - len(memory._core.usage.items)
+        # with the hits of the search that filled it (one batch): none of them waits
+        assert not memory._core.usage.items and written == USAGE_BATCH + 5
         memory.close()
         assert len(usage_records(memory)) == USAGE_BATCH + 5
+
+
+def test_a_flush_writes_more_than_a_batch(memory: Memory) -> None:
+    buffer, at = memory._core.usage, clock(memory).now
+    for i in range(USAGE_WRITE + 3):
+        buffer.note(TENANT, "document", f"d{i}", at, agent_id=None, user_id=None)
+    assert memory.usage.flush() == USAGE_WRITE + 3
+    assert len(usage_records(memory)) == USAGE_WRITE + 3
 
 
 def test_rankings_without_decay_ignore_importance_and_use(memory: Memory) -> None:

@@ -5,7 +5,7 @@ The rules live in ``memorybank.importance``; this module reads and writes the
 ``memory_usage`` records (one per item, ``usage_id(kind, id)``) with the store's record
 verbs only: a flush of the use buffer is one ``record_get_many``, at most one
 ``thread_get_many`` (the owners of entries used for the first time) and one
-``record_put`` per ``USAGE_BATCH`` items.
+``record_put`` per ``USAGE_WRITE`` items.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from memorybank.errors import InvalidInput, NotFound
 from memorybank.importance import (
     DEFAULT_IMPORTANCE,
     USAGE,
-    USAGE_BATCH,
+    USAGE_WRITE,
     HalfLife,
     ItemUsage,
     Pending,
@@ -59,11 +59,13 @@ def usage_record(
     now: datetime,
     created_at: datetime | None = None,
     thread_id: str | None = None,
+    record_id: str | None = None,
 ) -> Record:
-    """The ``memory_usage`` record holding ``usage``, owned like its item."""
+    """The ``memory_usage`` record holding ``usage``, owned like its item (``record_id``:
+    its ``usage_id``, if known)."""
     return Record(
         kind=USAGE,
-        id=usage_id(usage.kind, usage.id),
+        id=usage_id(usage.kind, usage.id) if record_id is None else record_id,
         agent_id=agent_id,
         user_id=user_id,
         content="",
@@ -112,8 +114,8 @@ def flush_usage(core: _Core) -> int:
     """Write every buffered use; how many items were written."""
     written = 0
     for tenant, pending in core.usage.take().items():
-        for start in range(0, len(pending), USAGE_BATCH):
-            written += _write(core, tenant, pending[start : start + USAGE_BATCH])
+        for start in range(0, len(pending), USAGE_WRITE):
+            written += _write(core, tenant, pending[start : start + USAGE_WRITE])
     return written
 
 
@@ -145,7 +147,9 @@ def _write(core: _Core, tenant: str, batch: Sequence[Pending]) -> int:
                 continue  # the thread went since the search: nothing to keep
             agent, user = thread.agent_id, thread.user_id
         records.append(
-            usage_record(usage, agent_id=agent, user_id=user, now=now, thread_id=p.thread_id)
+            usage_record(
+                usage, agent_id=agent, user_id=user, now=now, thread_id=p.thread_id, record_id=rid
+            )
         )
     if records:
         store.record_put(tenant, records)
