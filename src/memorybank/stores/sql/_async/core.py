@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from memorybank.errors import NotFound, ThreadForbidden
@@ -27,6 +28,7 @@ from memorybank.stores.sql.common import (
     RECORD_COLUMNS,
     THREAD_COLUMNS,
     any_user,
+    page_row_to_entry,
     row_to_entry,
     row_to_record,
     row_to_summary,
@@ -878,6 +880,43 @@ class SQLCore(KeyReads):
         return [(sql + cond, (tenant, kind, model_id, *part)) for cond, part in d.one_of(ids)]
 
     # -- entry reads ---------------------------------------------------------------------
+
+    async def entry_list(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        """The thread and a page of its branch (``None``: the current one) from the last
+        position back, in one snapshot (``_thread_and_page``); oldest first unless
+        ``newest_first``."""
+        thread, page = await self._thread_and_page(
+            tenant, thread_id, branch, limit, offset, before, after
+        )
+        name = thread.current_branch if branch is None else branch
+        page.sort(key=itemgetter(1), reverse=newest_first)  # by position (1 in PAGE_COLUMNS)
+        return thread, [page_row_to_entry(row, thread_id, name) for row in page]
+
+    @abc.abstractmethod
+    async def _thread_and_page(
+        self,
+        tenant: str,
+        thread_id: str,
+        branch: str | None,
+        limit: int | None,
+        offset: int,
+        before: datetime | None,
+        after: datetime | None,
+    ) -> tuple[Thread, list[Sequence[Any]]]:
+        """``entry_list``'s read: the thread (``NotFound`` without it) and the
+        ``PAGE_COLUMNS`` rows of the page, in any order: one statement, or (SQLite, in
+        process) one snapshot of a read connection."""
 
     async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None

@@ -19,7 +19,6 @@ from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
     PAGE_COLUMNS,
     messages_of_rows,
-    page_row_to_entry,
     row_to_thread,
     to_us,
 )
@@ -153,31 +152,32 @@ class EntriesMixin(SQLiteStoreBase, SQLAppends):
 
         return await self._run(lambda: self._write(op))
 
-    async def entry_list(
+    async def _thread_and_page(
         self,
         tenant: str,
         thread_id: str,
-        *,
-        branch: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        before: datetime | None = None,
-        after: datetime | None = None,
-        newest_first: bool = False,
-    ) -> tuple[Thread, list[Entry]]:
+        branch: str | None,
+        limit: int | None,
+        offset: int,
+        before: datetime | None,
+        after: datetime | None,
+    ) -> tuple[Thread, list[Sequence[Any]]]:
         """The thread row, then a backward range of the position index, in one snapshot
         of a read connection (in process: no round trip to save by one statement, as
         PostgreSQL's and MySQL's do)."""
         p = self.prefix
 
-        def op(conn: sqlite3.Connection) -> tuple[Thread, list[Entry]]:
+        def op(conn: sqlite3.Connection) -> tuple[Thread, list[Sequence[Any]]]:
             thread = self._require_thread(conn, tenant, thread_id)
-            name = thread.current_branch if branch is None else branch
             sql = (
                 f"SELECT {PAGE_COLUMNS} FROM {p}entries"
                 " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
             )
-            params: list[Any] = [tenant, thread_id, name]
+            params: list[Any] = [
+                tenant,
+                thread_id,
+                thread.current_branch if branch is None else branch,
+            ]
             if before is not None:
                 sql += " AND created_at < ?"
                 params.append(to_us(before))
@@ -186,10 +186,7 @@ class EntriesMixin(SQLiteStoreBase, SQLAppends):
                 params.append(to_us(after))
             sql += " ORDER BY position DESC LIMIT ? OFFSET ?"
             params += [-1 if limit is None else limit, offset]
-            rows = [page_row_to_entry(r, thread_id, name) for r in conn.execute(sql, params)]
-            if not newest_first:
-                rows.reverse()
-            return thread, rows
+            return thread, conn.execute(sql, params).fetchall()
 
         return await self._run_read(op)
 
