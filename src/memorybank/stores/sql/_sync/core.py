@@ -16,6 +16,7 @@ from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.events.types import Event, check_floor, cursor_number, no_feed
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores.contract._sync.store import SearchHit
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import (
     UNSET,
     Unset,
@@ -104,6 +105,20 @@ class SQLCore(KeyReads):
 
     #: The engine's spelling (``memorybank.stores.sql.dialect``).
     dialect: ClassVar[Dialect]
+    #: What every SQL engine offers (SQLite adds ``FTS5``; PostgreSQL ``PGVECTOR`` once it
+    #: finds pgvector, and loses ``SNAPSHOT`` on one connection).
+    capabilities: frozenset[str] = frozenset(
+        {
+            Capability.ATOMIC,
+            Capability.EVENTS,
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.SNAPSHOT,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
+        }
+    )
 
     @abc.abstractmethod
     def _table(self, name: str) -> str:
