@@ -71,14 +71,8 @@ class EventsMixin(MySQLBase):
                     await self._one(conn, statement)
 
     async def events_enable(self, *, keep: timedelta) -> None:
-        p = self.prefix
-        seconds = max(1, int(keep.total_seconds()))
-        await self._feed_switch(mysql_enable(p), enable=True)
-        await self._write_one(
-            f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
-            " ON DUPLICATE KEY UPDATE value = %s",
-            (seconds, seconds),
-        )
+        await self._feed_switch(mysql_enable(self.prefix), enable=True)
+        await self._write_one(*self._keep_write(keep))
 
     async def events_disable(self) -> None:
         await self._feed_switch(mysql_disable(self.prefix), enable=False)

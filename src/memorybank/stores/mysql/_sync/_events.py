@@ -72,14 +72,8 @@ class EventsMixin(MySQLBase):
                     self._one(conn, statement)
 
     def events_enable(self, *, keep: timedelta) -> None:
-        p = self.prefix
-        seconds = max(1, int(keep.total_seconds()))
-        self._feed_switch(mysql_enable(p), enable=True)
-        self._write_one(
-            f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
-            " ON DUPLICATE KEY UPDATE value = %s",
-            (seconds, seconds),
-        )
+        self._feed_switch(mysql_enable(self.prefix), enable=True)
+        self._write_one(*self._keep_write(keep))
 
     def events_disable(self) -> None:
         self._feed_switch(mysql_disable(self.prefix), enable=False)

@@ -688,6 +688,16 @@ class SQLCore(KeyReads):
         """Whether ``error``, raised by a read (or the driver's error it was raised
         from), says a table does not exist: the feed's, never made."""
 
+    def _keep_write(self, keep: timedelta) -> tuple[str, tuple[Any, ...]]:
+        """``events_enable``'s write of the time events are kept: the config row upserted
+        (whole seconds, at least one)."""
+        d, seconds = self.dialect, max(1, int(keep.total_seconds()))
+        return (
+            f"INSERT INTO {self._table('events_config')} (name, value) VALUES ('keep', {d.mark})"
+            + d.upsert("name", ["value"]),
+            d.upsert_params((seconds,), 1),
+        )
+
     def events_keep(self) -> timedelta | None:
         keep = f"SELECT value FROM {self.prefix}events_config WHERE name = 'keep'"
         try:  # one read: the state, then the keep time (no feed: no table)
