@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
@@ -20,9 +19,9 @@ from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     messages_of_rows,
     row_to_thread,
-    to_us,
 )
 from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import EntryPage, created_bounds
 
 
 class EntriesMixin(MySQLBase):
@@ -72,28 +71,15 @@ class EntriesMixin(MySQLBase):
         return found[0], paged
 
     def _thread_and_page(
-        self,
-        tenant: str,
-        thread_id: str,
-        branch: str | None,
-        limit: int | None,
-        offset: int,
-        before: datetime | None,
-        after: datetime | None,
+        self, tenant: str, thread_id: str, branch: str | None, page: EntryPage
     ) -> tuple[Thread, list[Sequence[Any]]]:
         """``entry_list``'s thread and page in one statement (``_head_and_page``)."""
-        where = ""
-        args: list[Any] = []
-        if before is not None:
-            where += " AND e.created_at < %s"
-            args.append(to_us(before))
-        if after is not None:
-            where += " AND e.created_at > %s"
-            args.append(to_us(after))
-        row, page = self._head_and_page(
-            tenant, thread_id, THREAD_COLUMNS, PAGE_COLS, branch, where, args, limit, offset
-        )
-        return row_to_thread(row), page
+        where, args = created_bounds(MYSQL, "e.", page)
+        row, rows = self._head_and_page(
+            tenant, thread_id, THREAD_COLUMNS, PAGE_COLS, branch, where, args, page.limit,
+            page.offset,
+        )  # fmt: skip
+        return row_to_thread(row), rows
 
     def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int

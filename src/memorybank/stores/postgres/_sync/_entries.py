@@ -6,7 +6,6 @@ updates (reads across threads and windows: ``EntryBatchReads``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from memorybank.errors import NotFound
@@ -21,36 +20,19 @@ from memorybank.stores.sql.common import (
     row_to_thread,
 )
 from memorybank.stores.sql.program import Statement
+from memorybank.stores.sql.statements import EntryPage
 
 
 class EntriesMixin(PostgresBase):
     """The ``_entries`` part of the store (see the module docstring)."""
 
     def _thread_and_page(
-        self,
-        tenant: str,
-        thread_id: str,
-        branch: str | None,
-        limit: int | None,
-        offset: int,
-        before: datetime | None,
-        after: datetime | None,
+        self, tenant: str, thread_id: str, branch: str | None, page: EntryPage
     ) -> tuple[Thread, list[Sequence[Any]]]:
         """``entry_list``'s thread row and page (backward index scan) in one query."""
-        query = self._sql.entry_list[(before is not None, after is not None)]
-        rows = self._fetch(
-            query,
-            {
-                "tenant": tenant,
-                "thread": thread_id,
-                "branch": branch,
-                "limit": limit,
-                "offset": offset,
-                "before": before,
-                "after": after,
-            },
-            retry=True,
-        )
+        query = self._sql.entry_list[(page.before is not None, page.after is not None)]
+        params = {"tenant": tenant, "thread": thread_id, "branch": branch, **page._asdict()}
+        rows = self._fetch(query, params, retry=True)
         thread: Thread | None = None
         for row in rows:
             if row[0] is not None:

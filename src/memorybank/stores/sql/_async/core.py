@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     from memorybank.stores.vectors.exact import Checked, Shortlist, VectorScope
 from memorybank.stores.sql.statements import (
     FORGET_COUNTED,
+    EntryPage,
     RunStatements,
     after_position,
     branch_copy_query,
@@ -921,23 +922,15 @@ class SQLCore(KeyReads):
         """The thread and a page of its branch (``None``: the current one) from the last
         position back, in one snapshot (``_thread_and_page``); oldest first unless
         ``newest_first``."""
-        thread, page = await self._thread_and_page(
-            tenant, thread_id, branch, limit, offset, before, after
-        )
+        asked = EntryPage(limit, offset, before, after)
+        thread, page = await self._thread_and_page(tenant, thread_id, branch, asked)
         name = thread.current_branch if branch is None else branch
         page.sort(key=itemgetter(1), reverse=newest_first)  # by position (1 in PAGE_COLUMNS)
         return thread, [page_row_to_entry(row, thread_id, name) for row in page]
 
     @abc.abstractmethod
     async def _thread_and_page(
-        self,
-        tenant: str,
-        thread_id: str,
-        branch: str | None,
-        limit: int | None,
-        offset: int,
-        before: datetime | None,
-        after: datetime | None,
+        self, tenant: str, thread_id: str, branch: str | None, page: EntryPage
     ) -> tuple[Thread, list[Sequence[Any]]]:
         """``entry_list``'s read: the thread (``NotFound`` without it) and the
         ``PAGE_COLUMNS`` rows of the page, in any order: one statement, or (SQLite, in
