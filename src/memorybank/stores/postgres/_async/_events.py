@@ -65,8 +65,7 @@ class EventsMixin(PostgresBase):
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix
-        sql, params = self._feed_state_read()
-        if not (await self._fetch(sql, params, retry=True))[0][0]:  # no feed tables
+        if not (await self._feed_state())[0]:  # no feed tables
             return 0
         rows = await self._fetch(
             f"""WITH keep AS (SELECT value FROM {p}events_config WHERE name = 'keep'),

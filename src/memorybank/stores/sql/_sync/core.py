@@ -689,6 +689,11 @@ class SQLCore(KeyReads):
         """Whether ``error``, raised by a read (or the driver's error it was raised
         from), says a table does not exist: the feed's, never made."""
 
+    def _feed_state(self) -> tuple[bool, bool]:
+        """(the feed's tables exist, its triggers are on): ``_feed_state_read``, one read."""
+        rows = self._select_many([self._feed_state_read()])
+        return bool(rows[0][0]), bool(rows[0][1])
+
     def _keep_write(self, keep: timedelta) -> tuple[str, tuple[Any, ...]]:
         """``events_enable``'s write of the time events are kept: the config row upserted
         (whole seconds, at least one)."""
