@@ -16,18 +16,20 @@ from memorybank.stores.sqlite._async import AsyncSQLiteStore
 #: What every engine gives the core: its table names, its reads and its transactions
 #: (``_transact`` runs the shared write programs), its dialect, the names of its record
 #: columns and index and its summaries' order, whether its branches keep counts, and its
-#: entry columns (a fork's copy, a compaction's summary row), and its change feed's state
-#: read and ``user.forgotten`` event.
+#: entry columns (a fork's copy, a compaction's summary row), its read of a thread with a
+#: page of its entries (``entry_list``'s), and its change feed's state read and
+#: ``user.forgotten`` event.
 PRIMITIVES = {
     "_table", "_select_many", "_write_many", "_write_one", "_write_again",
     "_transact", "dialect",
     "_record_columns", "_records_by_time", "_summary_order",
     "_kept_counts", "_copied_columns", "_entry_insert", "_feed_state_read", "_missing_table",
-    "_forgotten",
+    "_forgotten", "_thread_and_page",
 }  # fmt: skip
 
 OWN: dict[type[SQLCore], dict[str, str]] = {
     AsyncSQLiteStore: {
+        "capabilities": "FTS5 besides the shared ones: its keyword search ranks by bm25",
         "_thread_source": "no index holds updated_at: the owner index is named for a user",
         "_branch_count": "its branches keep no count (an append would write a second row)",
         "_vectors_deleting": "vector deletions are logged by trigger: no counters to bump",

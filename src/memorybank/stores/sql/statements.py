@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Summary, Thread
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORGET_COUNTED",
+    "EntryPage",
     "RunStatements",
     "after_position",
     "branch_copy_query",
@@ -39,6 +40,7 @@ __all__ = [
     "branch_of_query",
     "branches_found",
     "compact_prefix_query",
+    "created_bounds",
     "entries_by_ids_query",
     "entry_pairs_query",
     "entry_position_query",
@@ -692,6 +694,30 @@ def ids_in(d: Dialect, count: int) -> str:
 def after_position(d: Dialect) -> str:
     """``branch_entries``' condition of ``entry_truncate_after``: after a position."""
     return f" AND e.position > {d.mark}"
+
+
+class EntryPage(NamedTuple):
+    """``entry_list``'s page of a branch: from its last position back, ``offset`` skipped,
+    at most ``limit`` entries (``None``: all), created before ``before`` and after
+    ``after`` where given."""
+
+    limit: int | None
+    offset: int
+    before: datetime | None
+    after: datetime | None
+
+
+def created_bounds(d: Dialect, alias: str, page: EntryPage) -> tuple[str, list[Any]]:
+    """``page``'s conditions on ``{alias}created_at`` (before ``before``, after ``after``,
+    each where given) and their parameters."""
+    sql, args = "", []
+    if page.before is not None:
+        sql += f" AND {alias}created_at < {d.mark}"
+        args.append(d.time(page.before))
+    if page.after is not None:
+        sql += f" AND {alias}created_at > {d.mark}"
+        args.append(d.time(page.after))
+    return sql, args
 
 
 def entry_position_query(d: Dialect, entries: str, threads: str) -> str:

@@ -7,26 +7,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
 from memorybank.errors import NotFound
-from memorybank.records import Entry, Thread
+from memorybank.records import Thread
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.rows import PAGE_COLS
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     messages_of_rows,
-    page_row_to_entry,
     row_to_thread,
-    to_us,
 )
 from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import EntryPage, created_bounds
 
 
 class EntriesMixin(MySQLBase):
-    """Entry pages: ``entry_list`` and ``entry_list_recent``."""
+    """Entry pages: ``entry_list``'s read and ``entry_list_recent``."""
 
     async def _head_and_page(
         self,
@@ -39,7 +37,7 @@ class EntriesMixin(MySQLBase):
         args: Sequence[Any] = (),
         limit: int | None = None,
         offset: int = 0,
-    ) -> tuple[list[Any], list[list[Any]]]:
+    ) -> tuple[list[Any], list[Sequence[Any]]]:
         """The thread row's ``head`` columns and a page of ``page`` columns of the branch
         (``None``: the current one) from its last position back: one statement, one
         round trip; ``NotFound`` without the thread.
@@ -63,7 +61,7 @@ class EntriesMixin(MySQLBase):
         )  # fmt: skip
         width = len(head.split(","))
         found: list[list[Any]] = []
-        paged: list[list[Any]] = []
+        paged: list[Sequence[Any]] = []
         for (text,) in rows:
             row = json.loads(text)
             (found if len(row) == width else paged).append(row)
@@ -71,34 +69,16 @@ class EntriesMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         return found[0], paged
 
-    async def entry_list(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        before: datetime | None = None,
-        after: datetime | None = None,
-        newest_first: bool = False,
-    ) -> tuple[Thread, list[Entry]]:
-        """The thread and a page of entries in one statement (``_head_and_page``)."""
-        where = ""
-        args: list[Any] = []
-        if before is not None:
-            where += " AND e.created_at < %s"
-            args.append(to_us(before))
-        if after is not None:
-            where += " AND e.created_at > %s"
-            args.append(to_us(after))
-        row, page = await self._head_and_page(
-            tenant, thread_id, THREAD_COLUMNS, PAGE_COLS, branch, where, args, limit, offset
-        )
-        thread = row_to_thread(row)
-        name = thread.current_branch if branch is None else branch
-        page.sort(key=itemgetter(1), reverse=newest_first)  # by position
-        return thread, [page_row_to_entry(row, thread_id, name) for row in page]
+    async def _thread_and_page(
+        self, tenant: str, thread_id: str, branch: str | None, page: EntryPage
+    ) -> tuple[Thread, list[Sequence[Any]]]:
+        """``entry_list``'s thread and page in one statement (``_head_and_page``)."""
+        where, args = created_bounds(MYSQL, "e.", page)
+        row, rows = await self._head_and_page(
+            tenant, thread_id, THREAD_COLUMNS, PAGE_COLS, branch, where, args, page.limit,
+            page.offset,
+        )  # fmt: skip
+        return row_to_thread(row), rows
 
     async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int

@@ -21,7 +21,6 @@ durability, timeouts and errors) is in docs/mysql.md ("How the store works").
 
 from __future__ import annotations
 
-from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.mysql._sync._appends import AppendsMixin
 from memorybank.stores.mysql._sync._entries import EntriesMixin
 from memorybank.stores.mysql._sync._events import EventsMixin
@@ -33,17 +32,4 @@ __all__ = ["TABLES", "MySQLStore"]
 
 class MySQLStore(AppendsMixin, EntriesMixin, SearchMixin, EventsMixin):
     """Memory in MySQL/MariaDB. See docs/mysql.md (and each part's module) for
-    layout and guarantees."""
-
-    capabilities = frozenset(
-        {
-            Capability.ATOMIC,
-            Capability.DURABLE,
-            Capability.EVENTS,
-            Capability.MULTI_PROCESS,
-            Capability.SNAPSHOT,
-            Capability.RUN_STATE,
-            Capability.TEXT_SEARCH,
-            Capability.VECTOR_SEARCH,
-        }
-    )
+    layout and guarantees; its capabilities are ``SQLCore``'s."""

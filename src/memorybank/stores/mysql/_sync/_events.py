@@ -22,7 +22,6 @@ from datetime import timedelta
 
 from memorybank.events.types import USER_FORGOTTEN
 from memorybank.stores.mysql._sync._base import MySQLBase
-from memorybank.stores.mysql.compat import MySQLConnection
 from memorybank.stores.mysql.rows import Statement
 from memorybank.stores.sql.events import (
     mysql_disable,
@@ -51,14 +50,6 @@ class EventsMixin(MySQLBase):
         p = self.prefix
         return _FEED_STATE, (f"{p}events_mute", f"{p}entries", f"{p}events_entries_ins")
 
-    def _feed_state(self, conn: MySQLConnection | None = None) -> tuple[bool, bool]:
-        """(the feed's tables exist, its triggers are on), read on ``conn`` or a pooled one."""
-        read = self._feed_state_read()
-        rows = (
-            self._select_many([read]) if conn is None else (self._one(conn, *read))[0]
-        )
-        return bool(rows[0][0]), bool(rows[0][1])
-
     def _feed_switch(self, statements: Sequence[str], *, enable: bool) -> None:
         """Run DDL ``statements`` under the prefix's named lock (``enable``: the feed's
         tables made first, and the statements run only while its triggers are absent)."""
@@ -67,19 +58,13 @@ class EventsMixin(MySQLBase):
                 collation = self._exact_collation(conn)
                 for statement in mysql_tables(self.prefix, collation):
                     self._one(conn, statement)
-            if not (enable and (self._feed_state(conn))[1]):
+            if not (enable and (self._one(conn, *self._feed_state_read()))[0][0][1]):
                 for statement in statements:
                     self._one(conn, statement)
 
     def events_enable(self, *, keep: timedelta) -> None:
-        p = self.prefix
-        seconds = max(1, int(keep.total_seconds()))
-        self._feed_switch(mysql_enable(p), enable=True)
-        self._write_one(
-            f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
-            " ON DUPLICATE KEY UPDATE value = %s",
-            (seconds, seconds),
-        )
+        self._feed_switch(mysql_enable(self.prefix), enable=True)
+        self._write_one(*self._keep_write(keep))
 
     def events_disable(self) -> None:
         self._feed_switch(mysql_disable(self.prefix), enable=False)

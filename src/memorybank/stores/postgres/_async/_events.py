@@ -39,16 +39,17 @@ class EventsMixin(PostgresBase):
         return isinstance(error, UndefinedTable) or isinstance(error.__cause__, UndefinedTable)
 
     async def events_enable(self, *, keep: timedelta) -> None:
-        seconds = max(1, int(keep.total_seconds()))
-        await self._transact(lambda: self._feed_switch(postgres_enable(self.prefix), seconds))
+        await self._transact(lambda: self._feed_switch(postgres_enable(self.prefix), keep))
 
     async def events_disable(self) -> None:
         await self._transact(lambda: self._feed_switch(postgres_disable(self.prefix)))
 
-    def _feed_switch(self, statements: Sequence[str], keep: int | None = None) -> Program[None]:
+    def _feed_switch(
+        self, statements: Sequence[str], keep: timedelta | None = None
+    ) -> Program[None]:
         """Run DDL ``statements`` under the prefix's advisory lock, in one transaction;
-        with ``keep`` (enabling: seconds), the feed's tables made first, the statements
-        run only while its triggers are absent, and ``keep`` set."""
+        with ``keep`` (enabling), the feed's tables made first, the statements run only
+        while its triggers are absent, and ``keep`` set."""
         p = self.prefix
         lock: Statement = ("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",))
         if keep is None:
@@ -59,17 +60,12 @@ class EventsMixin(PostgresBase):
         ]  # fmt: skip
         yield [
             *((statement, None) for statement in (() if state[0][1] else statements)),
-            (
-                f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
-                " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
-                (keep,),
-            ),
+            self._keep_write(keep),
         ]
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix
-        sql, params = self._feed_state_read()
-        if not (await self._fetch(sql, params, retry=True))[0][0]:  # no feed tables
+        if not (await self._feed_state())[0]:  # no feed tables
             return 0
         rows = await self._fetch(
             f"""WITH keep AS (SELECT value FROM {p}events_config WHERE name = 'keep'),

@@ -74,20 +74,6 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         " metadata, state, token_count, created_at, idempotency_key, fingerprint"
     )
 
-    #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
-    capabilities: frozenset[str] = frozenset(
-        {
-            Capability.ATOMIC,
-            Capability.EVENTS,
-            Capability.DURABLE,
-            Capability.MULTI_PROCESS,
-            Capability.SNAPSHOT,
-            Capability.RUN_STATE,
-            Capability.TEXT_SEARCH,
-            Capability.VECTOR_SEARCH,
-        }
-    )
-
     def __init__(
         self,
         pool_or_connection: ConnectionPool[Any] | Connection[Any],

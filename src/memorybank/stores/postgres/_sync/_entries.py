@@ -6,8 +6,6 @@ updates (reads across threads and windows: ``EntryBatchReads``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from operator import itemgetter
 from typing import Any
 
 from memorybank.errors import NotFound
@@ -18,43 +16,23 @@ from memorybank.stores.postgres.rows import new_entry_json
 from memorybank.stores.sql.common import (
     dump,
     messages_of_rows,
-    page_row_to_entry,
     row_to_entry,
     row_to_thread,
 )
 from memorybank.stores.sql.program import Statement
+from memorybank.stores.sql.statements import EntryPage
 
 
 class EntriesMixin(PostgresBase):
     """The ``_entries`` part of the store (see the module docstring)."""
 
-    def entry_list(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        before: datetime | None = None,
-        after: datetime | None = None,
-        newest_first: bool = False,
-    ) -> tuple[Thread, list[Entry]]:
-        """The thread row and a page (backward index scan) in one query."""
-        query = self._sql.entry_list[(before is not None, after is not None)]
-        rows = self._fetch(
-            query,
-            {
-                "tenant": tenant,
-                "thread": thread_id,
-                "branch": branch,
-                "limit": limit,
-                "offset": offset,
-                "before": before,
-                "after": after,
-            },
-            retry=True,
-        )
+    def _thread_and_page(
+        self, tenant: str, thread_id: str, branch: str | None, page: EntryPage
+    ) -> tuple[Thread, list[Sequence[Any]]]:
+        """``entry_list``'s thread row and page (backward index scan) in one query."""
+        query = self._sql.entry_list[(page.before is not None, page.after is not None)]
+        params = {"tenant": tenant, "thread": thread_id, "branch": branch, **page._asdict()}
+        rows = self._fetch(query, params, retry=True)
         thread: Thread | None = None
         for row in rows:
             if row[0] is not None:
@@ -62,12 +40,8 @@ class EntriesMixin(PostgresBase):
                 break
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
-        name = thread.current_branch if branch is None else branch
         # a page row: the thread's columns NULL, then ``PAGE_COLUMNS`` (UNION ALL: no order)
-        page = sorted(
-            (r[10:] for r in rows if r[0] is None), key=itemgetter(1), reverse=newest_first
-        )
-        return thread, [page_row_to_entry(r, thread_id, name) for r in page]
+        return thread, [r[10:] for r in rows if r[0] is None]
 
     def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int

@@ -8,12 +8,14 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.events.types import Event, check_floor, cursor_number, no_feed
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores.contract._async.store import SearchHit
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import (
     UNSET,
     Unset,
@@ -27,6 +29,7 @@ from memorybank.stores.sql.common import (
     RECORD_COLUMNS,
     THREAD_COLUMNS,
     any_user,
+    page_row_to_entry,
     row_to_entry,
     row_to_record,
     row_to_summary,
@@ -48,6 +51,7 @@ if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     from memorybank.stores.vectors.exact import Checked, Shortlist, VectorScope
 from memorybank.stores.sql.statements import (
     FORGET_COUNTED,
+    EntryPage,
     RunStatements,
     after_position,
     branch_copy_query,
@@ -101,6 +105,20 @@ class SQLCore(KeyReads):
 
     #: The engine's spelling (``memorybank.stores.sql.dialect``).
     dialect: ClassVar[Dialect]
+    #: What every SQL engine offers (SQLite adds ``FTS5``; PostgreSQL ``PGVECTOR`` once it
+    #: finds pgvector, and loses ``SNAPSHOT`` on one connection).
+    capabilities: frozenset[str] = frozenset(
+        {
+            Capability.ATOMIC,
+            Capability.EVENTS,
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.SNAPSHOT,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
+        }
+    )
 
     @abc.abstractmethod
     def _table(self, name: str) -> str:
@@ -670,6 +688,21 @@ class SQLCore(KeyReads):
         """Whether ``error``, raised by a read (or the driver's error it was raised
         from), says a table does not exist: the feed's, never made."""
 
+    async def _feed_state(self) -> tuple[bool, bool]:
+        """(the feed's tables exist, its triggers are on): ``_feed_state_read``, one read."""
+        rows = await self._select_many([self._feed_state_read()])
+        return bool(rows[0][0]), bool(rows[0][1])
+
+    def _keep_write(self, keep: timedelta) -> tuple[str, tuple[Any, ...]]:
+        """``events_enable``'s write of the time events are kept: the config row upserted
+        (whole seconds, at least one)."""
+        d, seconds = self.dialect, max(1, int(keep.total_seconds()))
+        return (
+            f"INSERT INTO {self._table('events_config')} (name, value) VALUES ('keep', {d.mark})"
+            + d.upsert("name", ["value"]),
+            d.upsert_params((seconds,), 1),
+        )
+
     async def events_keep(self) -> timedelta | None:
         keep = f"SELECT value FROM {self.prefix}events_config WHERE name = 'keep'"
         try:  # one read: the state, then the keep time (no feed: no table)
@@ -878,6 +911,35 @@ class SQLCore(KeyReads):
         return [(sql + cond, (tenant, kind, model_id, *part)) for cond, part in d.one_of(ids)]
 
     # -- entry reads ---------------------------------------------------------------------
+
+    async def entry_list(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        """The thread and a page of its branch (``None``: the current one) from the last
+        position back, in one snapshot (``_thread_and_page``); oldest first unless
+        ``newest_first``."""
+        asked = EntryPage(limit, offset, before, after)
+        thread, page = await self._thread_and_page(tenant, thread_id, branch, asked)
+        name = thread.current_branch if branch is None else branch
+        page.sort(key=itemgetter(1), reverse=newest_first)  # by position (1 in PAGE_COLUMNS)
+        return thread, [page_row_to_entry(row, thread_id, name) for row in page]
+
+    @abc.abstractmethod
+    async def _thread_and_page(
+        self, tenant: str, thread_id: str, branch: str | None, page: EntryPage
+    ) -> tuple[Thread, list[Sequence[Any]]]:
+        """``entry_list``'s read: the thread (``NotFound`` without it) and the
+        ``PAGE_COLUMNS`` rows of the page, in any order: one statement, or (SQLite, in
+        process) one snapshot of a read connection."""
 
     async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None

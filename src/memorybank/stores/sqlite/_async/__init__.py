@@ -52,19 +52,7 @@ class AsyncSQLiteStore(
         prefix: table name prefix, to share a file with other tables.
     """
 
-    capabilities = frozenset(
-        {
-            Capability.ATOMIC,
-            Capability.EVENTS,
-            Capability.FTS5,
-            Capability.DURABLE,
-            Capability.MULTI_PROCESS,
-            Capability.SNAPSHOT,
-            Capability.RUN_STATE,
-            Capability.TEXT_SEARCH,
-            Capability.VECTOR_SEARCH,
-        }
-    )
+    capabilities = SQLiteStoreBase.capabilities | {Capability.FTS5}  # and ``SQLCore``'s
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncSQLiteStore:

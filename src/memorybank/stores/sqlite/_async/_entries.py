@@ -19,11 +19,12 @@ from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
     PAGE_COLUMNS,
     messages_of_rows,
-    page_row_to_entry,
     row_to_thread,
     to_us,
 )
+from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.program import Statement
+from memorybank.stores.sql.statements import EntryPage, created_bounds
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS, owner_token
 
@@ -153,43 +154,24 @@ class EntriesMixin(SQLiteStoreBase, SQLAppends):
 
         return await self._run(lambda: self._write(op))
 
-    async def entry_list(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        before: datetime | None = None,
-        after: datetime | None = None,
-        newest_first: bool = False,
-    ) -> tuple[Thread, list[Entry]]:
+    async def _thread_and_page(
+        self, tenant: str, thread_id: str, branch: str | None, page: EntryPage
+    ) -> tuple[Thread, list[Sequence[Any]]]:
         """The thread row, then a backward range of the position index, in one snapshot
         of a read connection (in process: no round trip to save by one statement, as
         PostgreSQL's and MySQL's do)."""
-        p = self.prefix
+        bounds, args = created_bounds(SQLITE, "", page)
+        sql = (
+            f"SELECT {PAGE_COLUMNS} FROM {self.prefix}entries WHERE tenant_id = ?"
+            f" AND thread_id = ? AND branch = ?{bounds} ORDER BY position DESC LIMIT ? OFFSET ?"
+        )
+        limit = SQLITE.no_limit if page.limit is None else page.limit
 
-        def op(conn: sqlite3.Connection) -> tuple[Thread, list[Entry]]:
+        def op(conn: sqlite3.Connection) -> tuple[Thread, list[Sequence[Any]]]:
             thread = self._require_thread(conn, tenant, thread_id)
             name = thread.current_branch if branch is None else branch
-            sql = (
-                f"SELECT {PAGE_COLUMNS} FROM {p}entries"
-                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-            )
-            params: list[Any] = [tenant, thread_id, name]
-            if before is not None:
-                sql += " AND created_at < ?"
-                params.append(to_us(before))
-            if after is not None:
-                sql += " AND created_at > ?"
-                params.append(to_us(after))
-            sql += " ORDER BY position DESC LIMIT ? OFFSET ?"
-            params += [-1 if limit is None else limit, offset]
-            rows = [page_row_to_entry(r, thread_id, name) for r in conn.execute(sql, params)]
-            if not newest_first:
-                rows.reverse()
-            return thread, rows
+            params = (tenant, thread_id, name, *args, limit, page.offset)
+            return thread, conn.execute(sql, params).fetchall()
 
         return await self._run_read(op)
 

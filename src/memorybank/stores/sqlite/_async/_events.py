@@ -113,7 +113,6 @@ class EventsMixin(SQLiteStoreBase):
 
     async def events_enable(self, *, keep: timedelta) -> None:
         p = self.prefix
-        seconds = max(1, int(keep.total_seconds()))
 
         def op(conn: sqlite3.Connection) -> None:
             for statement in sqlite_tables(p):
@@ -121,11 +120,7 @@ class EventsMixin(SQLiteStoreBase):
             if not _is_on(conn, p):
                 for statement in sqlite_enable(p):
                     conn.execute(statement)
-            conn.execute(
-                f"INSERT INTO {p}events_config (name, value) VALUES ('keep', ?)"
-                " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                (seconds,),
-            )
+            conn.execute(*self._keep_write(keep))
 
         await self._run(lambda: self._write(op))
 

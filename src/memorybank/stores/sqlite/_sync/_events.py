@@ -114,7 +114,6 @@ class EventsMixin(SQLiteStoreBase):
 
     def events_enable(self, *, keep: timedelta) -> None:
         p = self.prefix
-        seconds = max(1, int(keep.total_seconds()))
 
         def op(conn: sqlite3.Connection) -> None:
             for statement in sqlite_tables(p):
@@ -122,11 +121,7 @@ class EventsMixin(SQLiteStoreBase):
             if not _is_on(conn, p):
                 for statement in sqlite_enable(p):
                     conn.execute(statement)
-            conn.execute(
-                f"INSERT INTO {p}events_config (name, value) VALUES ('keep', ?)"
-                " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                (seconds,),
-            )
+            conn.execute(*self._keep_write(keep))
 
         self._run(lambda: self._write(op))
 
