@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from datetime import datetime
 from typing import Any, TypeAlias, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -22,7 +21,6 @@ from memorybank.errors import (
     StoreUnavailable,
 )
 from memorybank.stores.contract.items import NewEntry
-from memorybank.stores.contract.types import Unset
 from memorybank.stores.mysql.compat import AsyncMySQLConnection, MySQLConnection, PoolTimeout
 from memorybank.stores.sql.appends import entry_values as shared_values
 from memorybank.stores.sql.common import (
@@ -45,9 +43,6 @@ ATTEMPTS = 3
 #: 3.7-5.5k -> 4.9-6.8k on distinct threads, 5.6-8.5k -> 7.7-13.2k on one shared
 #: thread; server CPU per append 156-241 -> 75-116 us and 84-122 -> 31-53 us.
 APPEND_BATCHES = 1
-#: One caller's part of a combined append (one tenant): thread, branch, owner check,
-#: entries and ``updated_at``.
-AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
 _UNAVAILABLE = {1040, 1053, *range(1077, 1082), *range(1152, 1162), 1317, 1927, 4031}
 _RETRY = {1205, 1213}  # lock wait timeout, deadlock

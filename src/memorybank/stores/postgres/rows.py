@@ -8,8 +8,6 @@ from __future__ import annotations
 import logging
 import re
 import struct
-from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -18,7 +16,6 @@ from psycopg_pool import PoolTimeout
 
 from memorybank.errors import ConfigurationError, Conflict, StoreError, StoreUnavailable
 from memorybank.stores.contract.items import NewEntry
-from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import ENTRY_COLUMNS, THREAD_COLUMNS, tool_calls_value
 
 PREFIX_RE = re.compile(r"[a-z_][a-z0-9_]{0,39}")
@@ -45,12 +42,9 @@ E_START = 2 + N_THREAD + 2  # where an append row's stored entry columns start
 KEY_RACES = 3  # runs of an append that lost an idempotency-key race to concurrent writers
 
 
-#: One caller's part of a combined append (``_APPEND_MANY``, one tenant): thread,
-#: branch, owner check, entries and ``updated_at``.
 #: Combined appends of one tenant in flight at once (each on its own connection): the
 #: next batch's statements overlap the previous one's commit.
 APPEND_BATCHES = 2
-AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 
 
 _WORD = re.compile(r"[^\W_]+")

@@ -6,19 +6,22 @@ head read means, what a batch with idempotency keys writes, the columns of a new
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any
 
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
 from memorybank.rules.idempotency import clash, key_reused
 from memorybank.stores.contract.appends import new_entry
+from memorybank.stores.contract.items import NewEntry
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import dump, row_to_entry, to_us, tool_calls_to_json
 
-if TYPE_CHECKING:
-    from memorybank.stores.contract.items import NewEntry
+__all__ = ["AppendItem", "append_branch", "entry_values", "no_branch", "plan_keyed", "refusal"]
 
-__all__ = ["append_branch", "entry_values", "no_branch", "plan_keyed", "refusal"]
+#: One caller's part of a combined append (PostgreSQL's and MySQL's write combining, one
+#: tenant): thread, branch, owner check, entries and ``updated_at``.
+AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 
 
 def no_branch(name: str | None) -> NotFound:

@@ -25,14 +25,13 @@ from memorybank.stores.mysql.rows import (
     INSERT_COLS,
     INSERT_WIDTH,
     T_COLS,
-    AppendItem,
     Statement,
     entry_values,
     id_clash,
     idem_hash,
 )
 from memorybank.stores.sql._async.appends import SQLAppends
-from memorybank.stores.sql.appends import append_branch, plan_keyed
+from memorybank.stores.sql.appends import AppendItem, append_branch, plan_keyed
 from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import marks

@@ -9,11 +9,10 @@ send ``START TRANSACTION``.
 
 from __future__ import annotations
 
-import copy
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import pymysql
 
@@ -24,9 +23,8 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
-from memorybank.runtime.combine import AsyncCombiner
 from memorybank.runtime.concurrency import AsyncLock, asleep
-from memorybank.stores.contract._async.store import AppendResult, AsyncStore
+from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.mysql.compat import AsyncMySQLConnection, AsyncMySQLPool
 from memorybank.stores.mysql.rows import (
     APPEND_BATCHES,
@@ -37,7 +35,6 @@ from memorybank.stores.mysql.rows import (
     PREFIX,
     R_COLS,
     SESSION_BEGIN,
-    AppendItem,
     AsyncMySQLWork,
     LockContention,
     Statement,
@@ -46,6 +43,7 @@ from memorybank.stores.mysql.rows import (
     url_options,
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
+from memorybank.stores.sql._async.appends import CombinedAppends
 from memorybank.stores.sql._async.core import run_program
 from memorybank.stores.sql._async.writes import SQLWrites
 from memorybank.stores.sql.dialect import MYSQL
@@ -64,10 +62,11 @@ _NESTED = {
 }
 
 
-class MySQLBase(SQLWrites, CachedVectorStore):
+class MySQLBase(SQLWrites, CombinedAppends, CachedVectorStore):
     """What every part of the MySQL store shares (see the module docstring)."""
 
     dialect = MYSQL
+    _append_batches = APPEND_BATCHES
     _record_columns = R_COLS
     #: InnoDB appends the primary key's id to every secondary index.
     _records_by_time = "records_list"
@@ -94,11 +93,9 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         self._closed = False
         self._ready = False
         self._schema_lock = AsyncLock()
-        # concurrent appends without idempotency keys to one thread (with one owner
-        # check) share a transaction: one commit for the lot (``_combine``)
-        self._appends: AsyncCombiner[str, AppendItem, AppendResult] = AsyncCombiner(
-            self._append_combined, limit=APPEND_BATCHES
-        )
+        # concurrent appends without idempotency keys of a tenant share a transaction: one
+        # commit for the lot (``_combine``)
+        self._combine_appends()
         #: The connection of a snapshot's view (``snapshot``): every call of the view uses it.
         self._pinned: AsyncMySQLConnection | None = None
         self._pinned_lock = AsyncLock()
@@ -154,10 +151,8 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         log keeps what the snapshot may read until it ends), given back at the end.
         """
         del tenant  # the whole database is one point in time
-        view = copy.copy(self)
-        view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
+        view = self._view()
         view._pinned_lock = AsyncLock()
-        view._appends = AsyncCombiner(view._append_combined, limit=APPEND_BATCHES)
         async with self._connection() as conn:
             # SET TRANSACTION: the next transaction only (the session may be READ COMMITTED)
             await self._one(conn, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -438,9 +433,3 @@ class MySQLBase(SQLWrites, CachedVectorStore):
             for part in round_trips(statements):
                 rows += [row for result, _ in await self._run(conn, part) for row in result]
         return rows
-
-    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
-
-        async def _append_combined(  # AppendsMixin: concurrent appends in one transaction
-            self, tenant: str, items: Sequence[AppendItem]
-        ) -> list[AppendResult | Exception]: ...

@@ -10,11 +10,10 @@ send ``START TRANSACTION``.
 
 from __future__ import annotations
 
-import copy
 import weakref
 from collections.abc import Iterator, Callable, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import pymysql
 
@@ -25,9 +24,8 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
-from memorybank.runtime.combine import Combiner
 from memorybank.runtime.concurrency import Lock, sleep
-from memorybank.stores.contract._sync.store import AppendResult, Store
+from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.mysql.compat import MySQLConnection, MySQLPool
 from memorybank.stores.mysql.rows import (
     APPEND_BATCHES,
@@ -38,7 +36,6 @@ from memorybank.stores.mysql.rows import (
     PREFIX,
     R_COLS,
     SESSION_BEGIN,
-    AppendItem,
     MySQLWork,
     LockContention,
     Statement,
@@ -47,6 +44,7 @@ from memorybank.stores.mysql.rows import (
     url_options,
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
+from memorybank.stores.sql._sync.appends import CombinedAppends
 from memorybank.stores.sql._sync.core import run_program
 from memorybank.stores.sql._sync.writes import SQLWrites
 from memorybank.stores.sql.dialect import MYSQL
@@ -65,10 +63,11 @@ _NESTED = {
 }
 
 
-class MySQLBase(SQLWrites, CachedVectorStore):
+class MySQLBase(SQLWrites, CombinedAppends, CachedVectorStore):
     """What every part of the MySQL store shares (see the module docstring)."""
 
     dialect = MYSQL
+    _append_batches = APPEND_BATCHES
     _record_columns = R_COLS
     #: InnoDB appends the primary key's id to every secondary index.
     _records_by_time = "records_list"
@@ -95,11 +94,9 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         self._closed = False
         self._ready = False
         self._schema_lock = Lock()
-        # concurrent appends without idempotency keys to one thread (with one owner
-        # check) share a transaction: one commit for the lot (``_combine``)
-        self._appends: Combiner[str, AppendItem, AppendResult] = Combiner(
-            self._append_combined, limit=APPEND_BATCHES
-        )
+        # concurrent appends without idempotency keys of a tenant share a transaction: one
+        # commit for the lot (``_combine``)
+        self._combine_appends()
         #: The connection of a snapshot's view (``snapshot``): every call of the view uses it.
         self._pinned: MySQLConnection | None = None
         self._pinned_lock = Lock()
@@ -155,10 +152,8 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         log keeps what the snapshot may read until it ends), given back at the end.
         """
         del tenant  # the whole database is one point in time
-        view = copy.copy(self)
-        view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
+        view = self._view()
         view._pinned_lock = Lock()
-        view._appends = Combiner(view._append_combined, limit=APPEND_BATCHES)
         with self._connection() as conn:
             # SET TRANSACTION: the next transaction only (the session may be READ COMMITTED)
             self._one(conn, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -439,9 +434,3 @@ class MySQLBase(SQLWrites, CachedVectorStore):
             for part in round_trips(statements):
                 rows += [row for result, _ in self._run(conn, part) for row in result]
         return rows
-
-    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
-
-        def _append_combined(  # AppendsMixin: concurrent appends in one transaction
-            self, tenant: str, items: Sequence[AppendItem]
-        ) -> list[AppendResult | Exception]: ...

@@ -22,11 +22,10 @@ from memorybank.stores.postgres.rows import (
     KEY_RACES,
     N_ENTRY,
     N_THREAD,
-    AppendItem,
     new_entry_json,
 )
 from memorybank.stores.sql._async.appends import SQLAppends
-from memorybank.stores.sql.appends import no_branch, refusal
+from memorybank.stores.sql.appends import AppendItem, no_branch, refusal
 from memorybank.stores.sql.common import dump, row_to_entry, row_to_thread, tool_calls_value
 
 

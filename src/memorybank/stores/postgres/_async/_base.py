@@ -6,11 +6,10 @@ the translation of driver errors.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, pq
@@ -18,15 +17,13 @@ from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memorybank.errors import ConfigurationError, StoreClosed, StoreError, StoreUnavailable
-from memorybank.runtime.combine import AsyncCombiner
 from memorybank.runtime.concurrency import AsyncLock
-from memorybank.stores.contract._async.store import AppendResult, AsyncStore
+from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.postgres.pgvector import VectorParams, register, registered
 from memorybank.stores.postgres.rows import (
     APPEND_BATCHES,
     PREFIX_RE,
-    AppendItem,
     ConnectFailures,
     connect_error,
     is_disconnect,
@@ -35,6 +32,7 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import E_READ, Statements
+from memorybank.stores.sql._async.appends import CombinedAppends
 from memorybank.stores.sql._async.core import Statement, run_program
 from memorybank.stores.sql._async.entry_reads import EntryBatchReads
 from memorybank.stores.sql._async.writes import SQLWrites
@@ -62,11 +60,12 @@ def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any
     return _RecordingConnection
 
 
-class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
+class PostgresBase(SQLWrites, EntryBatchReads, CombinedAppends, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
     _summary_order = "seq"
+    _append_batches = APPEND_BATCHES
     _entry_reads = E_READ  # an empty metadata or state object read as NULL
     _copied_columns = (
         "tenant_id, thread_id, position, id, role, content, name, tool_calls, tool_call_id,"
@@ -108,10 +107,7 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         self._setup_lock = AsyncLock()
         self._conn_lock = AsyncLock()
         self._atomic = False  # ``atomic``'s view: every statement in a savepoint
-        # concurrent plain appends to one thread (with one owner check) share a statement
-        self._appends: AsyncCombiner[str, AppendItem, AppendResult] = AsyncCombiner(
-            self._append_combined, limit=APPEND_BATCHES
-        )
+        self._combine_appends()  # concurrent plain appends of a tenant: one statement
         self._sql = Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)
         self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
@@ -478,11 +474,9 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         if self._pool is None:  # one caller's connection: reads see their own moments
             yield self
             return
-        view = copy.copy(self)
-        view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
+        view = self._view()
         view._owns_pool = False
         view._conn_lock = AsyncLock()
-        view._appends = AsyncCombiner(view._append_combined, limit=APPEND_BATCHES)
         try:
             async with self._connection() as conn:
                 if conn.info.transaction_status != pq.TransactionStatus.IDLE:
@@ -556,9 +550,3 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         await self._close_vector_cache()  # the background loads and ANN builders end with it
         if self._owns_pool and self._pool_opened and self._pool is not None:
             await self._pool.close()
-
-    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
-
-        async def _append_combined(  # AppendsMixin: concurrent appends in one transaction
-            self, tenant: str, items: Sequence[AppendItem]
-        ) -> list[AppendResult | Exception]: ...

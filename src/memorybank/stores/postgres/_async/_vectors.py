@@ -95,23 +95,16 @@ class VectorsMixin(PostgresBase):
         if not items:
             return
         await self._ensure_ready()
-        latest = {(i.kind, i.id, i.model_id): i for i in items}
+        latest = {(i.kind, i.id, i.model_id): i for i in items}.values()
+        blobs = [unit_vector_bytes(item.vector) for item in latest]
         columns: dict[str, list[Any]] = {
-            "kinds": [],
-            "ids": [],
-            "models": [],
-            "threads": [],
-            "dims": [],
-            "embeddings": [],
+            "kinds": [item.kind for item in latest],
+            "ids": [item.id for item in latest],
+            "models": [item.model_id for item in latest],
+            "threads": [item.thread_id for item in latest],
+            "dims": [len(blob) // 4 for blob in blobs],
+            "embeddings": blobs,
         }
-        for item in latest.values():
-            blob = unit_vector_bytes(item.vector)
-            columns["kinds"].append(item.kind)
-            columns["ids"].append(item.id)
-            columns["models"].append(item.model_id)
-            columns["threads"].append(item.thread_id)
-            columns["dims"].append(len(blob) // 4)
-            columns["embeddings"].append(blob)
         if self._native:
             params = VectorParams(tenant=tenant, **columns)
             params["embeddings"] = Vectors(columns["embeddings"], self._vector_oid)
@@ -415,51 +408,50 @@ class VectorsMixin(PostgresBase):
             owner = "t.tenant_id = v.tenant_id AND t.id = v.thread_id"
             if thread_id is not None:  # one thread: checked once, not per vector
                 owner = "t.tenant_id = %(tenant)s AND t.id = %(thread)s"
-            if by_owner:
-                source = (
-                    f"(SELECT t.id FROM {p}threads t WHERE t.tenant_id = %(tenant)s{scope}"
-                    " OFFSET 0) t, LATERAL (SELECT v.id, v.thread_id, v.embedding, v.tenant_id,"
-                    f" v.model_id, v.dim, v.kind FROM {p}vectors v WHERE v.tenant_id = %(tenant)s"
-                    " AND v.thread_id = t.id AND v.thread_id IS NOT NULL"
-                    " AND v.model_id || '' = %(model)s AND v.kind || '' = 'entry' OFFSET 0) v"
-                )
-                check = ""
-            elif index is None:  # exact: a hash join over every vector in scope
-                source = f"{p}vectors v JOIN {p}threads t ON {owner}"
-                check = scope
-            else:  # HNSW: a per-candidate check the index scan's rows go through
-                source = f"{p}vectors v"
-                check = f" AND {row_check(f'{p}threads t', owner + scope)}"
+            listed = by_owner and (
+                f"(SELECT t.id FROM {p}threads t WHERE t.tenant_id = %(tenant)s{scope}"
+                " OFFSET 0) t, LATERAL (SELECT v.id, v.thread_id, v.embedding, v.tenant_id,"
+                f" v.model_id, v.dim, v.kind FROM {p}vectors v WHERE v.tenant_id = %(tenant)s"
+                " AND v.thread_id = t.id AND v.thread_id IS NOT NULL"
+                " AND v.model_id || '' = %(model)s AND v.kind || '' = 'entry' OFFSET 0) v"
+            )
+            source = self._vector_source(f"{p}threads t", owner, scope, listed, index)
             parts.append(
-                f"(SELECT 'entry', v.id, v.thread_id{select} FROM {source}"
+                f"(SELECT 'entry', v.id, v.thread_id{select} FROM {source[0]}"
                 " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
-                f" AND v.dim = %(dim)s AND v.kind = 'entry'{where}{check}{tail}"
+                f" AND v.dim = %(dim)s AND v.kind = 'entry'{where}{source[1]}{tail}"
             )
         if record_kinds:
             params["kinds"] = record_kinds
             scope = scope_filter("r", visible_to, params)
             owner = "r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-            if by_owner:
-                source = (
-                    f"(SELECT r.kind, r.id FROM {p}records r WHERE r.tenant_id = %(tenant)s"
-                    f" AND r.kind = ANY(%(kinds)s::text[]){scope} OFFSET 0) r,"
-                    " LATERAL (SELECT v.kind, v.id, v.embedding, v.tenant_id, v.model_id, v.dim"
-                    f" FROM {p}vectors v WHERE v.tenant_id = %(tenant)s AND v.kind = r.kind"
-                    " AND v.id = r.id AND v.model_id || '' = %(model)s OFFSET 0) v"
-                )
-                check = ""
-            elif index is None:
-                source = f"{p}vectors v JOIN {p}records r ON {owner}"
-                check = scope
-            else:
-                source = f"{p}vectors v"
-                check = f" AND {row_check(f'{p}records r', owner + scope)}"
+            listed = by_owner and (
+                f"(SELECT r.kind, r.id FROM {p}records r WHERE r.tenant_id = %(tenant)s"
+                f" AND r.kind = ANY(%(kinds)s::text[]){scope} OFFSET 0) r,"
+                " LATERAL (SELECT v.kind, v.id, v.embedding, v.tenant_id, v.model_id, v.dim"
+                f" FROM {p}vectors v WHERE v.tenant_id = %(tenant)s AND v.kind = r.kind"
+                " AND v.id = r.id AND v.model_id || '' = %(model)s OFFSET 0) v"
+            )
+            source = self._vector_source(f"{p}records r", owner, scope, listed, index)
             parts.append(
-                f"(SELECT v.kind, v.id, NULL{select} FROM {source}"
+                f"(SELECT v.kind, v.id, NULL{select} FROM {source[0]}"
                 " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
-                f" AND v.dim = %(dim)s AND v.kind = ANY(%(kinds)s::text[]){check}{tail}"
+                f" AND v.dim = %(dim)s AND v.kind = ANY(%(kinds)s::text[]){source[1]}{tail}"
             )
         return " UNION ALL ".join(parts), params
+
+    def _vector_source(
+        self, owners: str, owner: str, scope: str, listed: str | bool, index: str | None
+    ) -> tuple[str, str]:
+        """A ``_vector_query`` part's source and the check of its rows' owner (``owners``,
+        joined by ``owner``, in ``scope``): ``listed`` (by owner: in scope already), a hash
+        join over every vector in scope (exact), or a per-candidate check the HNSW index
+        scan's rows go through."""
+        if listed:
+            return str(listed), ""
+        if index is None:
+            return f"{self.prefix}vectors v JOIN {owners} ON {owner}", scope
+        return f"{self.prefix}vectors v", f" AND {row_check(owners, owner + scope)}"
 
     async def _small_scopes(
         self,
@@ -678,7 +670,7 @@ class VectorsMixin(PostgresBase):
             return {}, {}, {}
         await self._ensure_ready()
         pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
-        vector, args = self._vector_read(self._read_vectors(model_id))
+        vector, args = self._vector_read(model_id)
         t = self._table
         entries_sql, pair_args = entry_pairs_query(
             POSTGRES, t("threads"), t("entries"), f"{nulls(N_THREAD)}, {E_READ}, {vector}", tenant,
@@ -711,15 +703,15 @@ class VectorsMixin(PostgresBase):
         if not windows:
             return [], {}
         await self._ensure_ready()
-        vector, args = self._vector_read(self._read_vectors(model))
+        vector, args = self._vector_read(model)
         if args:
             vector = f"CASE WHEN e.id = ANY(%s::text[]) THEN NULL ELSE {vector} END"
             args = [list(known), *args]
         numbered = [(n, *window) for n, window in enumerate(windows)]
-        t = self._table
         query, window_args = entry_windows_query(
-            POSTGRES, t("threads"), t("entries"), f"{E_READ}, {vector}", tenant, numbered
-        )
+            POSTGRES, self._table("threads"), self._table("entries"), f"{E_READ}, {vector}",
+            tenant, numbered,
+        )  # fmt: skip
         out: list[list[Entry]] = [[] for _ in windows]
         vectors: dict[str, NDArray[np.float32]] = {}
         for row in await self._fetch(query, [*args, *window_args], retry=True):
@@ -731,10 +723,13 @@ class VectorsMixin(PostgresBase):
 
     def _vector_read(self, model: str | None) -> tuple[str, list[Any]]:
         """The select-list expression of an entry ``e``'s vector of ``model`` (pgvector's
-        as text) and its parameters; ``NULL`` (none) without a model. A subquery per row:
-        a lookup of the primary key (tenant, kind, id; "model_id || ''" as ``vector_get``),
-        whatever the statistics say (a join may hash the whole table)."""
-        if model is None:
+        as text) and its parameters. A subquery per row: a lookup of the primary key
+        (tenant, kind, id; "model_id || ''" as ``vector_get``), whatever the statistics say
+        (a join may hash the whole table). ``NULL`` (none) without a model, or without
+        pgvector once this process caches the model's vectors: the caller's
+        ``vector_get_arrays`` reads them (one counters read there for all of a search's
+        candidates, not 1.5 kB a vector)."""
+        if model is None or (not self._native and "_cached_vectors" in self.__dict__):
             return "NULL", []
         return (
             f"(SELECT v.embedding{'::text' if self._native else ''} FROM {self._table('vectors')}"
@@ -742,15 +737,6 @@ class VectorsMixin(PostgresBase):
             " AND v.model_id || '' = %s)",
             [model],
         )
-
-    def _read_vectors(self, model_id: str | None) -> str | None:
-        """``model_id`` when a search's fused read reads the vectors with the rows, None
-        when it leaves them to the caller's ``vector_get_arrays``: without pgvector, once
-        this process caches the model's vectors (one counters read there for all of a
-        search's candidates, not 1.5 kB a vector)."""
-        if model_id is None or (not self._native and "_cached_vectors" in self.__dict__):
-            return None
-        return model_id
 
     async def _vc_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], model_id: str

@@ -7,11 +7,10 @@ the translation of driver errors.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Iterator, Callable, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import Connection, pq
@@ -19,15 +18,13 @@ from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memorybank.errors import ConfigurationError, StoreClosed, StoreError, StoreUnavailable
-from memorybank.runtime.combine import Combiner
 from memorybank.runtime.concurrency import Lock
-from memorybank.stores.contract._sync.store import AppendResult, Store
+from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.postgres.pgvector import VectorParams, register, registered
 from memorybank.stores.postgres.rows import (
     APPEND_BATCHES,
     PREFIX_RE,
-    AppendItem,
     ConnectFailures,
     connect_error,
     is_disconnect,
@@ -36,6 +33,7 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import E_READ, Statements
+from memorybank.stores.sql._sync.appends import CombinedAppends
 from memorybank.stores.sql._sync.core import Statement, run_program
 from memorybank.stores.sql._sync.entry_reads import EntryBatchReads
 from memorybank.stores.sql._sync.writes import SQLWrites
@@ -63,11 +61,12 @@ def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
     return _RecordingConnection
 
 
-class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
+class PostgresBase(SQLWrites, EntryBatchReads, CombinedAppends, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
     _summary_order = "seq"
+    _append_batches = APPEND_BATCHES
     _entry_reads = E_READ  # an empty metadata or state object read as NULL
     _copied_columns = (
         "tenant_id, thread_id, position, id, role, content, name, tool_calls, tool_call_id,"
@@ -109,10 +108,7 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         self._setup_lock = Lock()
         self._conn_lock = Lock()
         self._atomic = False  # ``atomic``'s view: every statement in a savepoint
-        # concurrent plain appends to one thread (with one owner check) share a statement
-        self._appends: Combiner[str, AppendItem, AppendResult] = Combiner(
-            self._append_combined, limit=APPEND_BATCHES
-        )
+        self._combine_appends()  # concurrent plain appends of a tenant: one statement
         self._sql = Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)
         self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
@@ -479,11 +475,9 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         if self._pool is None:  # one caller's connection: reads see their own moments
             yield self
             return
-        view = copy.copy(self)
-        view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
+        view = self._view()
         view._owns_pool = False
         view._conn_lock = Lock()
-        view._appends = Combiner(view._append_combined, limit=APPEND_BATCHES)
         try:
             with self._connection() as conn:
                 if conn.info.transaction_status != pq.TransactionStatus.IDLE:
@@ -557,9 +551,3 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         self._close_vector_cache()  # the background loads and ANN builders end with it
         if self._owns_pool and self._pool_opened and self._pool is not None:
             self._pool.close()
-
-    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
-
-        def _append_combined(  # AppendsMixin: concurrent appends in one transaction
-            self, tenant: str, items: Sequence[AppendItem]
-        ) -> list[AppendResult | Exception]: ...

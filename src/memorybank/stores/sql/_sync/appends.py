@@ -16,20 +16,23 @@ the branch's last, gap-free; an id the branch holds, refused by the unique index
 from __future__ import annotations
 
 import abc
+import copy
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from memorybank.errors import Conflict
 from memorybank.rules.entry_ids import check_batch_ids, first_taken
+from memorybank.runtime.combine import Combiner
 from memorybank.stores.contract.types import UNSET, Unset
 from memorybank.stores.sql._sync.core import SQLCore
+from memorybank.stores.sql.appends import AppendItem
 from memorybank.stores.sql.statements import taken_ids_query
 
 if TYPE_CHECKING:
     from memorybank.stores.contract.items import AppendResult, NewEntry
 
-__all__ = ["SQLAppends"]
+__all__ = ["CombinedAppends", "SQLAppends"]
 
 
 class SQLAppends(SQLCore):
@@ -83,3 +86,33 @@ class SQLAppends(SQLCore):
     def _id_refused(self, cause: BaseException) -> bool:
         """Whether ``cause`` (a ``Conflict``'s driver error) is the unique index on entry
         ids refusing an insert."""
+
+
+class CombinedAppends(SQLCore):
+    """Write combining, as the server engines (PostgreSQL, MySQL) share it: concurrent
+    plain appends of one tenant go through one combiner (``_appends``) to the
+    engine's ``_append_combined`` (one statement, or one transaction), at most
+    ``_append_batches`` batches in flight; a ``snapshot`` view (``_view``) has its own."""
+
+    #: Combined appends of one tenant in flight at once (each engine's measured value).
+    _append_batches: ClassVar[int]
+    _appends: Combiner[str, AppendItem, AppendResult]
+
+    def _combine_appends(self) -> None:
+        """A combiner of the store's own (``__init__``, ``_view``)."""
+        self._appends = Combiner(self._append_combined, limit=self._append_batches)
+
+    def _view(self) -> Self:
+        """A shallow copy of the store for a view: its own append combiner, and without
+        this process's cached vectors (a snapshot reads them as of then, not now)."""
+        view = copy.copy(self)
+        view.__dict__.pop("_cached_vectors", None)
+        view._combine_appends()
+        return view
+
+    @abc.abstractmethod
+    def _append_combined(
+        self, tenant: str, items: Sequence[AppendItem]
+    ) -> list[AppendResult | Exception]:
+        """The plain appends of concurrent callers together; each caller's result, or
+        the error it raises (a refused caller wrote nothing)."""
