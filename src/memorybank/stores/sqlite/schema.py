@@ -251,6 +251,20 @@ def migrations(p: str) -> list[list[Step]]:
         ],
         # The change feed writes less per event (``sqlite_tables``, ``_feed_v12``).
         [_feed_v12(p)],
+        # Records without content (usage notes: one per item ever found, rewritten by
+        # every flush of the use buffer) leave the keyword index, which now holds only
+        # rows with words: their triggers did an index insert (and a 'delete') for
+        # every such row. bm25's row count and mean length no longer count them, so a
+        # record's keyword score no longer moves as usage notes accumulate. A row
+        # whose content is unchanged by an update keeps its index entry as it is.
+        [
+            f"""INSERT INTO {p}records_fts ({p}records_fts, rowid, content)
+                SELECT 'delete', rowid, content FROM {p}records WHERE content = ''""",
+            f"DROP TRIGGER {p}records_fts_insert",
+            f"DROP TRIGGER {p}records_fts_delete",
+            f"DROP TRIGGER {p}records_fts_update",
+            *_records_fts_v13(p + "records"),
+        ],
     ]
 
 
@@ -271,6 +285,28 @@ def _fts_v1(t: str) -> list[Step]:
                 INSERT INTO {t}_fts ({t}_fts, rowid, content)
                 VALUES ('delete', old.rowid, old.content);
                 INSERT INTO {t}_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+    ]
+
+
+def _records_fts_v13(t: str) -> list[Step]:
+    """Schema 13's triggers of the records' keyword index: only rows with content are
+    in it. Every step tests the same condition on the row it names, so a 'delete' is
+    only ever given for a row the index holds (FTS5 takes the caller's word for it)."""
+    return [
+        f"""CREATE TRIGGER {t}_fts_insert AFTER INSERT ON {t} WHEN new.content <> '' BEGIN
+                INSERT INTO {t}_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+        f"""CREATE TRIGGER {t}_fts_delete AFTER DELETE ON {t} WHEN old.content <> '' BEGIN
+                INSERT INTO {t}_fts ({t}_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+                END""",
+        f"""CREATE TRIGGER {t}_fts_update AFTER UPDATE OF content ON {t}
+                WHEN old.content <> new.content BEGIN
+                INSERT INTO {t}_fts ({t}_fts, rowid, content)
+                SELECT 'delete', old.rowid, old.content WHERE old.content <> '';
+                INSERT INTO {t}_fts (rowid, content)
+                SELECT new.rowid, new.content WHERE new.content <> '';
                 END""",
     ]
 
