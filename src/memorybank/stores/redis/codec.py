@@ -29,8 +29,8 @@ from memorybank.stores.contract.items import NewEntry, Record, RecordGuard
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import (
     dump,
-    entry_payload,
-    from_us,
+    page_row_to_entry,
+    row_to_record,
     row_to_thread,
     to_us,
     tool_calls_value,
@@ -91,27 +91,9 @@ def entry_json(new: NewEntry) -> str:
 
 
 def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
-    """An ``Entry`` from a stored member ``[position, created, id, ...]``."""
+    """An ``Entry`` from a stored member ``[position, created, id, role, ...]``."""
     d = json.loads(member)
-    calls, extra, item = entry_payload(d[6]) if d[6] else ((), {}, None)
-    return Entry(
-        id=d[2],
-        thread_id=thread_id,
-        branch=branch,
-        position=d[0],
-        role=d[3],
-        content=d[4],
-        name=d[5],
-        tool_calls=calls,
-        tool_call_id=d[7],
-        metadata=d[8],
-        state=d[9],
-        token_count=d[10],
-        created_at=from_us(d[1]),
-        idempotency_key=d[11],
-        extra=extra,
-        item=item,
-    )
+    return page_row_to_entry((d[2], d[0], *d[3:11], d[1], d[11]), thread_id, branch)
 
 
 #: The error of each failing status a thread script replies (``raise_status``), made from
@@ -170,20 +152,11 @@ def guard_args(guard: RecordGuard | None) -> list[Any]:
 
 
 def decode_record(kind: str, record_id: str, data: list[Any]) -> Record:
-    """A ``Record`` from its decoded JSON ``[agent, user, key, content, data, ...]``."""
-    return Record(
-        kind=kind,
-        id=record_id,
-        agent_id=data[0],
-        user_id=data[1],
-        content=data[3],
-        data=data[4],
-        created_at=from_us(data[5]),
-        updated_at=from_us(data[6]),
-        key=data[2],
-        expires_at=None if data[7] is None else from_us(data[7]),
-        revision=data[8] if len(data) > 8 else 0,
-    )
+    """A ``Record`` from its decoded JSON ``[agent, user, key, content, data, created,
+    updated, expires, revision]`` (no revision in those written before revisions: 0)."""
+    agent, user, key, content, value, created, updated, expires, *revision = data
+    row = (kind, record_id, agent, user, content, value, created, updated, key, expires)
+    return row_to_record((*row, revision[0] if revision else 0))
 
 
 def ttl_ms(seconds: float | None, name: str) -> int:

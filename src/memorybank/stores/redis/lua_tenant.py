@@ -6,24 +6,17 @@ ARGV[1] = "P{tenant}:").
 
 from __future__ import annotations
 
+from memorybank.events.types import RECORD_EVENTS
 from memorybank.stores.redis.lua import TENANT_PRELUDE, Script
 
-# The change feed's events of record writes (``memorybank.stores.sql.events`` names the
-# same): a new record of a tracked kind, a changed graph record, a deleted one. ``k`` = the
+# The change feed's events of record writes (``events.types.RECORD_EVENTS``): ``k`` = the
 # kind, ``r`` = the record JSON (agent, user, key first), ``op`` = added/updated/deleted.
-_RECORD_EVENT = """
+_RECORD_EVENT = (
+    "\nlocal EVENTS = {"
+    + ", ".join(f"['{kind} {op}'] = '{event}'" for (kind, op), event in RECORD_EVENTS.items())
+    + """}
 local function record_event(k, id, r, op)
-  local kind = nil
-  if k == 'graph_entity' or k == 'graph_out' then
-    kind = 'graph.changed'
-  elseif op == 'added' then
-    if k == 'fact' then kind = 'fact.added'
-    elseif k == 'fact_version' then kind = 'fact.superseded'
-    elseif k == 'document' then kind = 'document.added' end
-  elseif op == 'deleted' then
-    if k == 'fact' then kind = 'fact.deleted'
-    elseif k == 'document' then kind = 'document.deleted' end
-  end
+  local kind = EVENTS[k .. ' ' .. op]
   if not kind then return end
   local rec = cjson.decode(r)
   if k == 'fact_version' then
@@ -35,6 +28,7 @@ local function record_event(k, id, r, op)
   end
 end
 """
+)
 
 # ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent), ARGV[5] =
 # the TTLs (ms) of the batch's kinds that have one (JSON {kind: ms}; the store's

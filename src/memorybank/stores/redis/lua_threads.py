@@ -219,13 +219,6 @@ touch()
 return swept(n)
 """)
 
-# ARGV[4] = branch. Returns -1 (no thread) or {how many went, swept}.
-_CLEAR = _on_branch("""
-local n = drop_branch(b)
-touch()
-return swept(n)
-""")
-
 # ARGV[4] = branch. Returns -1 (no thread) or the count.
 _COUNT = _on_branch("""
 return redis.call('ZCARD', zkey(b))
@@ -383,7 +376,6 @@ S_DELETE = Script(_DELETE)
 S_LIST = Script(_LIST)
 S_DELETE_ENTRIES = Script(_DELETE_ENTRIES)
 S_TRUNCATE = Script(_TRUNCATE)
-S_CLEAR = Script(_CLEAR)
 S_COUNT = Script(_COUNT)
 S_CREATE_BRANCH = Script(_CREATE_BRANCH)
 S_DELETE_BRANCH = Script(_DELETE_BRANCH)

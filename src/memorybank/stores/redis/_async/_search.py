@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from memorybank.stores.contract._async.search_store import rank_texts
 from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import visible
-from memorybank.stores.redis._async._scope import RedisScope
+from memorybank.stores.redis._async._base import RedisBase
 from memorybank.stores.redis.codec import CHUNK, as_str, esc, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # numpy loads with the first vector search, not with the stor
 _Owned = tuple[str, str | None, str, Any, str | None, str | None, bytes | None]
 
 
-class RedisSearch(RedisScope):
+class RedisSearch(RedisBase):
     """Search and vectors of ``AsyncRedisStore``."""
 
     async def text_search(
@@ -61,8 +61,7 @@ class RedisSearch(RedisScope):
         or their vectors of ``model_id`` (items without one left out; no branch)."""
         found: list[tuple[str, str, str | None, Any, str | None]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
-        with self._op():
-            await self._ready()
+        async with self._io():
             if "entry" in kinds:
                 for tid, reply in await self._threads_in_scope(
                     tenant, thread_id, visible_to, model_id
@@ -100,8 +99,7 @@ class RedisSearch(RedisScope):
                     )
             else:
                 records += [item.kind, item.id, item.model_id, blob]
-        with self._op():
-            await self._ready()
+        async with self._io():
             calls, owners = [], []
             for (tid, model), pairs in by_thread.items():
                 for start in range(0, len(pairs), 2 * CHUNK):
@@ -131,8 +129,7 @@ class RedisSearch(RedisScope):
         """Cosine top-k with numpy over the vectors kept in process (``_vector_cache``),
         kept current through the ``vs:``/``vl:`` stamps and logs; the hits' scope is
         confirmed in Redis."""
-        with self._op():
-            await self._ready()
+        async with self._io():
             return await super().vector_search(
                 tenant, vector, model_id=model_id, kinds=kinds, k=k, thread_id=thread_id,
                 visible_to=visible_to,
@@ -281,8 +278,7 @@ class RedisSearch(RedisScope):
                 return found
         idx = self._idx(tenant)
         model = esc(model_id)
-        with self._op():
-            await self._ready()
+        async with self._io():
             if kind != "entry":
                 blobs = cast(
                     "list[bytes | None]",

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank.stores.contract.pages import page_records, pick_records, select_records
-from memorybank.stores.redis._sync._scope import RedisScope
+from memorybank.stores.redis._sync._base import RedisBase
 from memorybank.stores.redis.codec import (
     CHUNK,
     as_str,
@@ -28,7 +28,7 @@ from memorybank.stores.redis.lua_tenant import (
 from memorybank.stores.sql.common import dump, to_us
 
 
-class RedisRecords(RedisScope):
+class RedisRecords(RedisBase):
     """Records of ``AsyncRedisStore``."""
 
     def _fresh(self, tenant: str, *kinds: str) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 from memorybank.stores.contract._sync.search_store import rank_texts
 from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import visible
-from memorybank.stores.redis._sync._scope import RedisScope
+from memorybank.stores.redis._sync._base import RedisBase
 from memorybank.stores.redis.codec import CHUNK, as_str, esc, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # numpy loads with the first vector search, not with the stor
 _Owned = tuple[str, str | None, str, Any, str | None, str | None, bytes | None]
 
 
-class RedisSearch(RedisScope):
+class RedisSearch(RedisBase):
     """Search and vectors of ``AsyncRedisStore``."""
 
     def text_search(
@@ -62,8 +62,7 @@ class RedisSearch(RedisScope):
         or their vectors of ``model_id`` (items without one left out; no branch)."""
         found: list[tuple[str, str, str | None, Any, str | None]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
-        with self._op():
-            self._ready()
+        with self._io():
             if "entry" in kinds:
                 for tid, reply in self._threads_in_scope(
                     tenant, thread_id, visible_to, model_id
@@ -101,8 +100,7 @@ class RedisSearch(RedisScope):
                     )
             else:
                 records += [item.kind, item.id, item.model_id, blob]
-        with self._op():
-            self._ready()
+        with self._io():
             calls, owners = [], []
             for (tid, model), pairs in by_thread.items():
                 for start in range(0, len(pairs), 2 * CHUNK):
@@ -132,8 +130,7 @@ class RedisSearch(RedisScope):
         """Cosine top-k with numpy over the vectors kept in process (``_vector_cache``),
         kept current through the ``vs:``/``vl:`` stamps and logs; the hits' scope is
         confirmed in Redis."""
-        with self._op():
-            self._ready()
+        with self._io():
             return super().vector_search(
                 tenant, vector, model_id=model_id, kinds=kinds, k=k, thread_id=thread_id,
                 visible_to=visible_to,
@@ -282,8 +279,7 @@ class RedisSearch(RedisScope):
                 return found
         idx = self._idx(tenant)
         model = esc(model_id)
-        with self._op():
-            self._ready()
+        with self._io():
             if kind != "entry":
                 blobs = cast(
                     "list[bytes | None]",
