@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.exceptions
@@ -39,6 +39,13 @@ from memorybank.stores.sql.common import (
 #: Chunk size of pipelines and of the argument lists sent to one script.
 CHUNK = 500
 
+
+def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    """``items`` in slices of ``size`` (a pipeline's commands, a script's arguments)."""
+    return (items[start : start + size] for start in range(0, len(items), size))
+
+
+T = TypeVar("T")
 THREAD_FIELDS = ("id", "ten", "u", "a", "ti", "m", "s", "c", "up", "cb")
 
 

@@ -22,8 +22,8 @@ from memorybank.stores.contract._async.run_state_store import SNAPSHOT_KIND, WOR
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import UNSET, Unset, Visibility
 from memorybank.stores.redis.codec import (
-    CHUNK,
     as_str,
+    chunks,
     esc,
     glob_escape,
     opt_str,
@@ -297,8 +297,7 @@ class RedisBase(CachedVectorStore):
                 else:
                     log = f"{self._prefix}{head}}}:vl:{tail}"
                     members = [as_str(r) for r in await self._client.hkeys(key)]
-                for start in range(0, len(members), CHUNK):
-                    part = members[start : start + CHUNK]
+                for part in chunks(members):
                     await self._client.zadd(log, dict.fromkeys(part, 0), nx=True)
 
     async def _backfill_run_state(self) -> None:
@@ -320,8 +319,8 @@ class RedisBase(CachedVectorStore):
                         sets.setdefault(name, []).append(rid)
             async with self._client.pipeline(transaction=False) as pipe:
                 for name, ids in sets.items():
-                    for start in range(0, len(ids), CHUNK):
-                        pipe.sadd(name, *ids[start : start + CHUNK])
+                    for part in chunks(ids):
+                        pipe.sadd(name, *part)
                 await pipe.execute()
         view = copy.copy(self)
         view._schema_ok = True  # its writes go straight on (this store still migrates)
@@ -355,8 +354,7 @@ class RedisBase(CachedVectorStore):
         async for tag in self._scan_ids(self._prefix + "{", "}:threads"):
             key = f"{self._prefix}{{{tag}}}:threads"
             members = cast("list[bytes]", await self._client.zrange(key, 0, -1))
-            for start in range(0, len(members), CHUNK):
-                part = members[start : start + CHUNK]
+            for part in chunks(members):
                 async with self._client.pipeline(transaction=False) as pipe:
                     for tid in part:
                         pipe.hget(f"{self._prefix}{{{tag}:{esc(as_str(tid))}}}:t", "u")
@@ -388,8 +386,7 @@ class RedisBase(CachedVectorStore):
     ) -> list[Any]:
         """Run ``script`` once per ``(keys, args)`` in pipelines (no transaction)."""
         results: list[Any] = []
-        for start in range(0, len(calls), CHUNK):
-            part = calls[start : start + CHUNK]
+        for part in chunks(calls):
             try:
                 results += await self._pipe_eval(script, part)
             except redis.exceptions.NoScriptError:

@@ -10,8 +10,8 @@ from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, 
 from memorybank.stores.contract.pages import page_records, pick_records, select_records
 from memorybank.stores.redis._async._base import RedisBase
 from memorybank.stores.redis.codec import (
-    CHUNK,
     as_str,
+    chunks,
     decode_record,
     esc,
     guard_args,
@@ -115,8 +115,8 @@ class RedisRecords(RedisBase):
         async with self._io():
             await self._fresh(tenant, kind)
             async with self._client.pipeline(transaction=False) as pipe:
-                for start in range(0, len(ids), CHUNK):
-                    pipe.hmget(key, ids[start : start + CHUNK])
+                for part in chunks(ids):
+                    pipe.hmget(key, part)
                 replies = await pipe.execute()
         texts = zip(ids, (text for reply in replies for text in reply), strict=True)
         found = {i: decode_record(kind, i, json.loads(t)) for i, t in texts if t is not None}

@@ -114,20 +114,16 @@ class RedisThreads(RedisBase):
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
     ) -> Thread:
-        drop: list[str] = []
-        sets: list[Any] = []
-        if not isinstance(title, Unset):
-            if title is None:
-                drop.append("ti")
-            else:
-                sets += ["ti", title]
-        if not isinstance(metadata, Unset):
-            sets += ["m", dump(metadata)]
-        if not isinstance(status, Unset):
-            sets += ["s", status]
         branch = "" if isinstance(current_branch, Unset) else current_branch
-        if branch:
-            sets += ["cb", branch]
+        meta = metadata if isinstance(metadata, Unset) else dump(metadata)
+        given = {"ti": title, "m": meta, "s": status, "cb": branch or UNSET}
+        drop = ["ti"] if title is None else []
+        sets = [
+            x
+            for f, v in given.items()
+            if not isinstance(v, Unset) and f not in drop
+            for x in (f, v)
+        ]
         out = await self._thread_eval(
             S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
         )

@@ -12,7 +12,7 @@ from memorybank.stores.contract._sync.search_store import rank_texts
 from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import visible
 from memorybank.stores.redis._sync._base import RedisBase
-from memorybank.stores.redis.codec import CHUNK, as_str, esc, opt_str
+from memorybank.stores.redis.codec import CHUNK, as_str, chunks, esc, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
 from memorybank.stores.sql.common import unit_vector_bytes, vector_array
@@ -103,18 +103,15 @@ class RedisSearch(RedisBase):
         with self._io():
             calls, owners = [], []
             for (tid, model), pairs in by_thread.items():
-                for start in range(0, len(pairs), 2 * CHUNK):
-                    part = pairs[start : start + 2 * CHUNK]
+                for part in chunks(pairs, 2 * CHUNK):
                     calls.append(self._thread_call(tenant, tid, model, tid, *part))
                     owners.append((model, tid, *part[0::2]))
             stored = self._eval_many(S_PUT_VECTORS, calls)
             for args, ok in zip(owners, stored, strict=True):
                 if ok and self._cluster:  # indexed and logged in the tenant slot
                     self._tenant_eval(S_VECTOR_LOG, tenant, *args)
-            for start in range(0, len(records), 4 * CHUNK):
-                self._tenant_eval(
-                    S_RECORD_VECTORS, tenant, *records[start : start + 4 * CHUNK]
-                )
+            for part in chunks(records, 4 * CHUNK):
+                self._tenant_eval(S_RECORD_VECTORS, tenant, *part)
 
     def vector_search(
         self,
