@@ -29,8 +29,8 @@ from memorybank.stores.contract.items import NewEntry, Record, RecordGuard
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import (
     dump,
+    from_us,
     page_row_to_entry,
-    row_to_record,
     row_to_thread,
     to_us,
     tool_calls_value,
@@ -38,6 +38,7 @@ from memorybank.stores.sql.common import (
 
 #: Chunk size of pipelines and of the argument lists sent to one script.
 CHUNK = 500
+T = TypeVar("T")
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -45,7 +46,6 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
     return (items[start : start + size] for start in range(0, len(items), size))
 
 
-T = TypeVar("T")
 THREAD_FIELDS = ("id", "ten", "u", "a", "ti", "m", "s", "c", "up", "cb")
 
 
@@ -98,7 +98,8 @@ def entry_json(new: NewEntry) -> str:
 
 
 def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
-    """An ``Entry`` from a stored member ``[position, created, id, role, ...]``."""
+    """An ``Entry`` from a stored member ``[position, created, id, role, ...]`` (the SQL
+    stores' page row, reordered: faster than building it by keywords)."""
     d = json.loads(member)
     return page_row_to_entry((d[2], d[0], *d[3:11], d[1], d[11]), thread_id, branch)
 
@@ -159,11 +160,20 @@ def guard_args(guard: RecordGuard | None) -> list[Any]:
 
 
 def decode_record(kind: str, record_id: str, data: list[Any]) -> Record:
-    """A ``Record`` from its decoded JSON ``[agent, user, key, content, data, created,
-    updated, expires, revision]`` (no revision in those written before revisions: 0)."""
-    agent, user, key, content, value, created, updated, expires, *revision = data
-    row = (kind, record_id, agent, user, content, value, created, updated, key, expires)
-    return row_to_record((*row, revision[0] if revision else 0))
+    """A ``Record`` from its decoded JSON ``[agent, user, key, content, data, ...]``."""
+    return Record(
+        kind=kind,
+        id=record_id,
+        agent_id=data[0],
+        user_id=data[1],
+        content=data[3],
+        data=data[4],
+        created_at=from_us(data[5]),
+        updated_at=from_us(data[6]),
+        key=data[2],
+        expires_at=None if data[7] is None else from_us(data[7]),
+        revision=data[8] if len(data) > 8 else 0,
+    )
 
 
 def ttl_ms(seconds: float | None, name: str) -> int:
