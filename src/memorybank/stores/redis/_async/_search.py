@@ -135,13 +135,15 @@ class RedisSearch(RedisBase):
     # The reads behind the in-process cache (``VectorSource``) are Redis's own: the
     # vectors' seq log is a sorted set (``vl:``), their owners hashes (no SQL to share).
 
+    def _vlog(self, tenant: str, model_id: str, kind: str) -> str:
+        """The key's vector log: a sorted set of its vectors' ids by seq."""
+        return self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}"
+
     async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
         """``id -> seq`` of every logged vector of the key (the ``vl:`` log: no vector read)."""
+        log = self._vlog(tenant, model_id, kind)
         logged = cast(
-            "list[tuple[bytes, float]]",
-            await self._client.zrange(
-                self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}", 0, -1, withscores=True
-            ),
+            "list[tuple[bytes, float]]", await self._client.zrange(log, 0, -1, withscores=True)
         )
         if kind == "entry":
             return {as_str(m).partition("\0")[2]: int(score) for m, score in logged}
@@ -149,16 +151,14 @@ class RedisSearch(RedisBase):
 
     async def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
         """The key's logged vectors (``ZCARD`` of the ``vl:`` log), at most ``limit``."""
-        log = self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}"
+        log = self._vlog(tenant, model_id, kind)
         return min(int(await self._client.zcard(log)), limit)
 
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
-        idx = self._idx(tenant)
-        model = esc(model_id)
         low = "-inf" if after < 0 else f"({after}"
-        log = idx + f"vl:{esc(kind)}:{model}"
+        log = self._vlog(tenant, model_id, kind)
         logged = cast(
             "list[tuple[bytes, float]]",
             await self._client.zrangebyscore(
@@ -270,12 +270,11 @@ class RedisSearch(RedisBase):
         Float32 arrays straight from the stored bytes."""
         wanted = list(dict.fromkeys(ids))
         found: dict[str, NDArray[np.float32]] = {}
-        if not wanted:
-            with self._op():
-                return found
         idx = self._idx(tenant)
         model = esc(model_id)
         async with self._io():
+            if not wanted:
+                return found
             if kind != "entry":
                 blobs = cast(
                     "list[bytes | None]",
