@@ -34,6 +34,7 @@ __all__ = [
     "FACT_DELETED",
     "FACT_SUPERSEDED",
     "GRAPH_CHANGED",
+    "RECORD_EVENTS",
     "THREAD_CREATED",
     "THREAD_DELETED",
     "THREAD_UPDATED",
@@ -75,6 +76,22 @@ EVENT_KINDS: frozenset[str] = frozenset(
         USER_FORGOTTEN,
     }
 )
+
+#: The event a record change makes, by (record kind, operation: "added", "updated" or
+#: "deleted"); other record changes make none. The memory store reads it, Redis builds its
+#: scripts' table from it, the SQL triggers name the same kinds (``stores.sql.events``).
+RECORD_EVENTS: Final[Mapping[tuple[str, str], str]] = {
+    ("fact", "added"): FACT_ADDED,
+    ("fact_version", "added"): FACT_SUPERSEDED,
+    ("fact", "deleted"): FACT_DELETED,
+    ("document", "added"): DOCUMENT_ADDED,
+    ("document", "deleted"): DOCUMENT_DELETED,
+    **{
+        (kind, op): GRAPH_CHANGED
+        for kind in ("graph_entity", "graph_out")
+        for op in ("added", "updated", "deleted")
+    },
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,24 +6,23 @@ ARGV[1] = "P{tenant}:").
 
 from __future__ import annotations
 
+from memorybank.events.types import RECORD_EVENTS
 from memorybank.stores.redis.lua import TENANT_PRELUDE, Script
 
-# The change feed's events of record writes (``memorybank.stores.sql.events`` names the
-# same): a new record of a tracked kind, a changed graph record, a deleted one. ``k`` = the
+
+def _tenant(body: str) -> Script:
+    """A script over the tenant slot (after ``TENANT_PRELUDE``)."""
+    return Script(body, prelude=TENANT_PRELUDE)
+
+
+# The change feed's events of record writes (``events.types.RECORD_EVENTS``): ``k`` = the
 # kind, ``r`` = the record JSON (agent, user, key first), ``op`` = added/updated/deleted.
-_RECORD_EVENT = """
+_RECORD_EVENT = (
+    "\nlocal EVENTS = {"
+    + ", ".join(f"['{kind} {op}'] = '{event}'" for (kind, op), event in RECORD_EVENTS.items())
+    + """}
 local function record_event(k, id, r, op)
-  local kind = nil
-  if k == 'graph_entity' or k == 'graph_out' then
-    kind = 'graph.changed'
-  elseif op == 'added' then
-    if k == 'fact' then kind = 'fact.added'
-    elseif k == 'fact_version' then kind = 'fact.superseded'
-    elseif k == 'document' then kind = 'document.added' end
-  elseif op == 'deleted' then
-    if k == 'fact' then kind = 'fact.deleted'
-    elseif k == 'document' then kind = 'document.deleted' end
-  end
+  local kind = EVENTS[k .. ' ' .. op]
   if not kind then return end
   local rec = cjson.decode(r)
   if k == 'fact_version' then
@@ -35,6 +34,7 @@ local function record_event(k, id, r, op)
   end
 end
 """
+)
 
 # ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent), ARGV[5] =
 # the TTLs (ms) of the batch's kinds that have one (JSON {kind: ms}; the store's
@@ -43,7 +43,7 @@ end
 # A record of a kind with a TTL moves its group's deadline on (its key's records: a run's
 # working memory; else itself: a snapshot); the groups already due are deleted first
 # (``expire_due``).
-_RECORD_PUT = (
+S_RECORD_PUT = _tenant(
     _RECORD_EVENT
     + """
 local ttls = cjson.decode(ARGV[5])
@@ -77,7 +77,7 @@ return 1
 
 # ARGV[2..4] = guard (as for _RECORD_PUT), ARGV[5] = kind, ARGV[6..] = distinct ids.
 # Returns how many existed, -1 when the guard failed.
-_RECORD_DELETE = (
+S_RECORD_DELETE = _tenant(
     _RECORD_EVENT
     + """
 if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
@@ -96,7 +96,7 @@ return n
 # ARGV[2] = model ("": no vectors), ARGV[3..] = (mode, owner, kind) per scope (``scope_ids``'
 # mode and owner). Returns {kind, {id, record JSON[, vector], ...}, ...} per scope; records
 # without a vector of the model are left out.
-_RECORD_SCOPE = """
+S_RECORD_SCOPE = _tenant("""
 local model, out = ARGV[2], {}
 for i = 3, #ARGV, 3 do
   local kind = ARGV[i + 2]
@@ -116,7 +116,7 @@ for i = 3, #ARGV, 3 do
   out[#out + 1] = rows
 end
 return out
-"""
+""")
 
 # ARGV[2] = "all" | "vis" (the shared owner set, and the user's when ARGV[3] = "=<user>"),
 # ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = kind, ARGV[5] / ARGV[6] = agent / user
@@ -126,7 +126,7 @@ return out
 # doubles (times past 2255 lose microseconds), so every record within SLACK µs of the
 # cursor's time is returned, the cut after the limit-th later one keeps a margin of
 # 2 * SLACK, and the client filters and orders exactly.
-_RECORD_PAGE = """
+S_RECORD_PAGE = _tenant("""
 local SLACK = 4096
 local lo, hi = nil, nil
 if ARGV[7] ~= '' then
@@ -162,10 +162,10 @@ for _, row in ipairs(rows) do
   end
 end
 return out
-"""
+""")
 
 # ARGV[2..] = (kind, id, model, vector) per item.
-_RECORD_VECTORS = """
+S_RECORD_VECTORS = _tenant("""
 for i = 2, #ARGV, 4 do
   local kind, m = ARGV[i], ARGV[i + 2]
   local slot = esc(kind) .. ':' .. esc(m)
@@ -175,20 +175,20 @@ for i = 2, #ARGV, 4 do
   redis.call('ZADD', idx .. 'vl:' .. slot, seq, ARGV[i + 1])
 end
 return 1
-"""
+""")
 
 # Cluster mode, after entry vectors were written in their thread's slot: index and log
 # them (``index_vectors``). ARGV[2] = model, ARGV[3] = thread id, ARGV[4..] = entry ids.
-_VECTOR_LOG = """
+S_VECTOR_LOG = _tenant("""
 index_vectors(ARGV[3], ARGV[2], {unpack(ARGV, 4)})
 return 1
-"""
+""")
 
 # Cluster mode, after a thread script (``lua._INDEXES``): ARGV[2] = thread id, ARGV[3] =
 # user ("-" none, "=<user>"), ARGV[4] = "new" / "set" (index it at ARGV[5] = updated_at),
 # "gone" (unindex it) or "" (neither), ARGV[6] = the thread's deleted entry vectors (JSON
 # {model: [entry ids]}).
-_THREAD_INDEX = """
+S_THREAD_INDEX = _tenant("""
 local tid, op = ARGV[2], ARGV[4]
 local user = ARGV[3] ~= '-' and string.sub(ARGV[3], 2)
 if op == 'gone' then
@@ -198,13 +198,13 @@ elseif op ~= '' then
 end
 for m, ids in pairs(cjson.decode(ARGV[6])) do unindex_vectors(nil, tid, m, ids) end
 return 1
-"""
+""")
 
 # ARGV[2] = user. Deletes the user's records (and their vectors), records no event for
 # them, deletes the user's events (but earlier "user.forgotten" ones; while the feed is off
 # too) and records one "user.forgotten"; returns how many records went. The last step of
 # ``forget_user``: its thread deletes recorded nothing either.
-_RECORD_FORGET = """
+S_RECORD_FORGET = _tenant("""
 local user, n = ARGV[2], 0
 local kinds = idx .. 'rk:' .. esc(user)
 for _, kind in ipairs(redis.call('SMEMBERS', kinds)) do
@@ -229,7 +229,7 @@ while true do
 end
 emit('user.forgotten', user)
 return n
-"""
+""")
 
 # The change feed's reads (``_events``). ARGV[2] = after (a number), ARGV[3] = limit,
 # ARGV[4] / ARGV[5] = user / agent ("*" any, "-" none, "=<id>": that user; that agent or
@@ -237,7 +237,7 @@ return n
 # floor (whether the cursor expired is ``check_floor``'s to say, in Python) and the events
 # after ``after`` that match, at most ``limit``, oldest first (scanning on past those
 # that do not match).
-_EVENTS_LIST = """
+S_EVENTS_LIST = _tenant("""
 local limit, user, agent = tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local kinds = nil
 if #ARGV >= 6 then
@@ -262,12 +262,12 @@ while true do
   if #rows < chunk then return out end
   start = '(' .. rows[#rows][1]
 end
-"""
+""")
 
 # ARGV[2] = cutoff (µs), ARGV[3] = limit: deletes the oldest events, at most ``limit``,
 # up to the first not older than the cutoff, and raises the floor to the last one deleted.
 # Returns how many went. (The stream keeps its last ID when emptied: numbers never repeat.)
-_EVENTS_PRUNE = """
+S_EVENTS_PRUNE = _tenant("""
 local fe, cutoff = idx .. 'fe', tonumber(ARGV[2])
 local last = nil
 for _, row in ipairs(redis.call('XRANGE', fe, '-', '+', 'COUNT', tonumber(ARGV[3]))) do
@@ -280,16 +280,6 @@ local n = redis.call('XTRIM', fe, 'MINID', string.format('0-%d', last + 1))
 local floor = tonumber(redis.call('HGET', idx .. 'fm', 'floor') or '0')
 if last > floor then redis.call('HSET', idx .. 'fm', 'floor', string.format('%d', last)) end
 return n
-"""
+""")
 
-S_RECORD_EXPIRE = Script("expire_due()\nreturn 1\n", prelude=TENANT_PRELUDE)
-S_RECORD_PUT = Script(_RECORD_PUT, prelude=TENANT_PRELUDE)
-S_RECORD_DELETE = Script(_RECORD_DELETE, prelude=TENANT_PRELUDE)
-S_RECORD_SCOPE = Script(_RECORD_SCOPE, prelude=TENANT_PRELUDE)
-S_RECORD_VECTORS = Script(_RECORD_VECTORS, prelude=TENANT_PRELUDE)
-S_VECTOR_LOG = Script(_VECTOR_LOG, prelude=TENANT_PRELUDE)
-S_THREAD_INDEX = Script(_THREAD_INDEX, prelude=TENANT_PRELUDE)
-S_RECORD_PAGE = Script(_RECORD_PAGE, prelude=TENANT_PRELUDE)
-S_RECORD_FORGET = Script(_RECORD_FORGET, prelude=TENANT_PRELUDE)
-S_EVENTS_LIST = Script(_EVENTS_LIST, prelude=TENANT_PRELUDE)
-S_EVENTS_PRUNE = Script(_EVENTS_PRUNE, prelude=TENANT_PRELUDE)
+S_RECORD_EXPIRE = _tenant("expire_due()\nreturn 1\n")

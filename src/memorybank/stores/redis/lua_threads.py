@@ -14,13 +14,13 @@ local b = ARGV[4]
 if b == '' then b = t[2] end"""
 
 
-def _on_branch(body: str, missing: str = "-1") -> str:
-    """``body`` after ``_ON_BRANCH``, returning ``missing`` if the thread is gone."""
-    return _ON_BRANCH.format(missing=missing) + body
+def _on_branch(body: str, missing: str = "-1") -> Script:
+    """The script of ``body`` after ``_ON_BRANCH``, returning ``missing`` if the thread is gone."""
+    return Script(_ON_BRANCH.format(missing=missing) + body)
 
 
 # ARGV[4] = updated_at, ARGV[5..] = field, value pairs.
-_CREATE = """
+S_CREATE = Script("""
 if redis.call('EXISTS', tkey) == 1 then return 0 end
 redis.call('HSET', tkey, unpack(ARGV, 5))
 local t = thread()
@@ -29,7 +29,7 @@ touch()
 index(t, ARGV[4], true)
 emit('thread.created', t[3], t[4], t[1])
 return 1
-"""
+""")
 
 # ARGV[4] = branch ("" current), ARGV[5] = the required owner ("*" any, "-" none, "=<user>"),
 # ARGV[6] = updated_at, ARGV[7..] = (idempotency key or "", entry id, entry JSON without
@@ -42,7 +42,7 @@ return 1
 # rule of ``memorybank.rules.entry_ids``; the batch's own ids were checked unique before).
 # The thread's fields come back as one JSON array (one reply item instead of ten: cheaper
 # on both sides).
-_APPEND = """
+S_APPEND = Script("""
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
 if ARGV[5] ~= '*' and ARGV[5] ~= (t[3] and '=' .. t[3] or '-') then return {'FORBIDDEN'} end
@@ -103,11 +103,11 @@ end
 touch()
 index(t, ARGV[6])
 return out
-"""
+""")
 
 # ARGV[4] = updated_at, ARGV[5] = new current branch or "", ARGV[6] = n fields to delete,
 # then the n field names, then field, value pairs to set.
-_UPDATE = """
+S_UPDATE = Script("""
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
 if ARGV[5] ~= '' and redis.call('HEXISTS', tkey, 'b:' .. ARGV[5]) == 0 then
@@ -128,14 +128,14 @@ for _, f in ipairs({3, 4, 5, 6, 7, 10}) do  -- owner, title, metadata, status, b
   end
 end
 return {'OK', cjson.encode(t)}
-"""
+""")
 
 # ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or "",
 # vectors}: the entry vectors go with the thread; their entries in the tenant's "ev:" index
 # are dropped here on a single node, or returned ({model, {ids}, ...}) for the caller.
 # One "thread.deleted" event, none for its entries; none with an owner (``forget_user``,
 # which records one "user.forgotten" at its end).
-_DELETE = """
+S_DELETE = Script("""
 local t = owner()
 if not t[1] then return {0, 0, '', {}} end
 if ARGV[4] ~= '' and t[2] ~= ARGV[4] then return {0, 0, '', {}} end
@@ -153,12 +153,12 @@ redis.call('DEL', tkey)
 if ARGV[4] == '' then emit('thread.deleted', t[2], t[3], t[1]) end
 unindex(t[1], t[2])
 return {1, n, t[2] or '', gone}
-"""
+""")
 
 # ARGV[4] = branch, ARGV[5] = limit (-1: all), ARGV[6] = offset,
 # ARGV[7] = before ("" none), ARGV[8] = after ("" none). Returns status, branch, the
 # thread (JSON array), then the entries newest first.
-_LIST = """
+S_LIST = Script("""
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
 local b = ARGV[4]
@@ -194,11 +194,11 @@ while true do
   end
   start = start + chunk
 end
-"""
+""")
 
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or {how many went, the
 # vectors swept} (``sweep``, as the other deleting scripts).
-_DELETE_ENTRIES = _on_branch("""
+S_DELETE_ENTRIES = _on_branch("""
 local n, ids = 0, {}
 for i = 5, #ARGV do
   ids[#ids + 1] = ARGV[i]
@@ -211,7 +211,7 @@ return swept(n, ids)
 
 # ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or {how many
 # went, swept}.
-_TRUNCATE = _on_branch("""
+S_TRUNCATE = _on_branch("""
 local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[5])
 if not p then return -2 end
 local n = drop_range(b, '(' .. p, '+inf')
@@ -219,21 +219,14 @@ touch()
 return swept(n)
 """)
 
-# ARGV[4] = branch. Returns -1 (no thread) or {how many went, swept}.
-_CLEAR = _on_branch("""
-local n = drop_branch(b)
-touch()
-return swept(n)
-""")
-
 # ARGV[4] = branch. Returns -1 (no thread) or the count.
-_COUNT = _on_branch("""
+S_COUNT = _on_branch("""
 return redis.call('ZCARD', zkey(b))
 """)
 
 # ARGV[4] = name, ARGV[5] = from branch, ARGV[6] = from entry or "", ARGV[7] = branch JSON.
 # Returns a status (``codec.raise_status``).
-_CREATE_BRANCH = """
+S_CREATE_BRANCH = Script("""
 if redis.call('EXISTS', tkey) == 0 then return {'NOTFOUND'} end
 local name, src = ARGV[4], ARGV[5]
 if redis.call('HEXISTS', tkey, 'b:' .. src) == 0 then return {'NOBRANCH', src} end
@@ -252,10 +245,10 @@ redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
 if feed() then emit_entries('entry.added', name, redis.call('ZRANGE', dz, 0, -1)) end
 touch()
 return {'OK'}
-"""
+""")
 
 # ARGV[4] = name. Returns -1 (no thread), -2 (current branch), 0 (absent) or {1, swept}.
-_DELETE_BRANCH = """
+S_DELETE_BRANCH = Script("""
 local t = redis.call('HMGET', tkey, 'id', 'cb')
 if not t[1] then return -1 end
 if t[2] == ARGV[4] then return -2 end
@@ -263,13 +256,13 @@ if redis.call('HDEL', tkey, 'b:' .. ARGV[4]) == 0 then return 0 end
 drop_branch(ARGV[4])
 touch()
 return swept(1)
-"""
+""")
 
 # ARGV[4] = branch, ARGV[5] = through position, ARGV[6] = updated_at, ARGV[7] = summary id,
 # ARGV[8] = summary idempotency key, ARGV[9] = summary JSON without its position ("" none),
 # ARGV[10..] = the expected ids. Returns status (OK, NOTFOUND, NOBRANCH, STALE) [+ thread,
 # the vectors swept].
-_COMPACT = """
+S_COMPACT = Script("""
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
 local b, through = ARGV[4], ARGV[5]
@@ -298,11 +291,11 @@ t[9] = ARGV[6]
 touch()
 index(t, ARGV[6])
 return {'OK', cjson.encode(t), sweep(ids)}
-"""
+""")
 
 # ARGV[4] = branch ("" current), ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', branch,
 # member or nil...}.
-_GET_MEMBERS = _on_branch(
+S_GET_MEMBERS = _on_branch(
     """
 local z, h = zkey(b), hkey(b)
 local out = {'OK', b}
@@ -318,7 +311,7 @@ return out
 # ARGV[4] = branch, ARGV[5..] = (entry id, member read before, new member) triples: all
 # replaced (same position) if every member is unchanged. Returns -1 (no thread),
 # -2 (changed since read: retry) or the count.
-_REPLACE_MEMBERS = _on_branch("""
+S_REPLACE_MEMBERS = _on_branch("""
 local z, h = zkey(b), hkey(b)
 local pos = {}
 for i = 5, #ARGV, 3 do
@@ -339,7 +332,7 @@ return #pos
 # Search scope of one thread. ARGV[4] = "1" to check visibility, ARGV[5] / ARGV[6] = the
 # asking agent / user ("-" none, "*" any, "=<id>"), ARGV[7] = model ("": entry texts). Returns
 # {'GONE'}, {'HIDDEN'}, {'OK', {id, vector, ...}} or {'OK', branch, {members}, ...}.
-_SCOPE = """
+S_SCOPE = Script("""
 local t = owner()
 if not t[1] then return {'GONE'} end
 if ARGV[4] == '1' and not (admits(ARGV[5], t[3]) and admits(ARGV[6], t[2])) then
@@ -352,11 +345,11 @@ for _, b in ipairs(branches()) do
   out[#out + 1] = redis.call('ZRANGE', zkey(b), 0, -1)
 end
 return out
-"""
+""")
 
 # ARGV[4] = model, ARGV[5] = thread id, ARGV[6..] = (entry id, vector) pairs. Skipped
 # (0) when the thread is gone; the vectors share the thread's deadline.
-_PUT_VECTORS = """
+S_PUT_VECTORS = Script("""
 if redis.call('EXISTS', tkey) == 0 then return 0 end
 local m = ARGV[4]
 local v = vkey(m)
@@ -374,21 +367,4 @@ if idx ~= '' then
   index_vectors(ARGV[5], m, ids)
 end
 return 1
-"""
-
-S_CREATE = Script(_CREATE)
-S_APPEND = Script(_APPEND)
-S_UPDATE = Script(_UPDATE)
-S_DELETE = Script(_DELETE)
-S_LIST = Script(_LIST)
-S_DELETE_ENTRIES = Script(_DELETE_ENTRIES)
-S_TRUNCATE = Script(_TRUNCATE)
-S_CLEAR = Script(_CLEAR)
-S_COUNT = Script(_COUNT)
-S_CREATE_BRANCH = Script(_CREATE_BRANCH)
-S_DELETE_BRANCH = Script(_DELETE_BRANCH)
-S_COMPACT = Script(_COMPACT)
-S_GET_MEMBERS = Script(_GET_MEMBERS)
-S_REPLACE_MEMBERS = Script(_REPLACE_MEMBERS)
-S_SCOPE = Script(_SCOPE)
-S_PUT_VECTORS = Script(_PUT_VECTORS)
+""")

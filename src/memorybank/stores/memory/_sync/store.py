@@ -37,7 +37,6 @@ from memorybank.stores.contract._sync.store import (
 from memorybank.stores.contract.appends import new_entry, plan_append
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import best_hits, visible
-from memorybank.stores.sql.events import GRAPH_KINDS
 
 __all__ = ["InMemoryStore"]
 
@@ -56,21 +55,6 @@ def _copy_entry(entry: Entry) -> Entry:
 
 def _copy_thread(thread: Thread) -> Thread:
     return dataclasses.replace(thread, metadata=copy.deepcopy(thread.metadata))
-
-
-#: The event of a record change, by (record kind, operation); others make none.
-_RECORD_EVENTS: dict[tuple[str, str], str] = {
-    ("fact", "added"): ev.FACT_ADDED,
-    ("fact_version", "added"): ev.FACT_SUPERSEDED,
-    ("fact", "deleted"): ev.FACT_DELETED,
-    ("document", "added"): ev.DOCUMENT_ADDED,
-    ("document", "deleted"): ev.DOCUMENT_DELETED,
-    **{
-        (kind, op): ev.GRAPH_CHANGED
-        for kind in GRAPH_KINDS
-        for op in ("added", "updated", "deleted")
-    },
-}
 
 
 class InMemoryStore(Store):
@@ -165,7 +149,7 @@ class InMemoryStore(Store):
             )  # fmt: skip
 
     def _emit_record(self, tenant: str, record: Record, op: str) -> None:
-        kind = _RECORD_EVENTS.get((record.kind, op))
+        kind = ev.RECORD_EVENTS.get((record.kind, op))
         if kind is None or self._feed_keep is None:
             return
         data: dict[str, object] | None = None

@@ -13,7 +13,6 @@ from memorybank.stores.redis._async._atomic import RedisAtomic
 from memorybank.stores.redis._async._base import MIGRATIONS
 from memorybank.stores.redis._async._entries import RedisEntries
 from memorybank.stores.redis._async._events import RedisEvents
-from memorybank.stores.redis._async._forget import RedisForget
 from memorybank.stores.redis._async._records import RedisRecords
 from memorybank.stores.redis._async._search import RedisSearch
 from memorybank.stores.redis._async._threads import RedisThreads
@@ -26,7 +25,6 @@ class AsyncRedisStore(
     RedisEntries,
     RedisRecords,
     RedisSearch,
-    RedisForget,
     RedisEvents,
     RedisAtomic,
 ):

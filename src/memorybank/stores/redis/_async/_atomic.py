@@ -13,7 +13,7 @@ from typing import Any, cast
 from memorybank.errors import Conflict, StoreError
 from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.redis._async._base import RedisBase
-from memorybank.stores.redis.codec import CHUNK, as_str, esc, glob_escape
+from memorybank.stores.redis.codec import as_str, chunks, esc, glob_escape
 
 __all__ = ["LEASE_MS", "RedisAtomic"]
 
@@ -69,8 +69,7 @@ class RedisAtomic(RedisBase):
         j = self._journal(tenant)
         await self._client.delete(j + "keys", j + "ttl")
         keys = await self._tenant_keys(tenant)
-        for start in range(0, len(keys), CHUNK):
-            part = keys[start : start + CHUNK]
+        for part in chunks(keys):
             async with self._client.pipeline(transaction=False) as pipe:
                 for key in part:
                     pipe.dump(key)
@@ -93,14 +92,13 @@ class RedisAtomic(RedisBase):
         feed = self._idx(tenant) + "fe"
         drawn = await self._feed_drawn(feed)
         keys = await self._tenant_keys(tenant)
-        for start in range(0, len(keys), CHUNK):
+        for part in chunks(keys):
             async with self._client.pipeline(transaction=False) as pipe:
-                for key in keys[start : start + CHUNK]:
+                for key in part:
                     pipe.delete(key)
                 await pipe.execute()
         names = [as_str(k) for k in cast("list[bytes]", await self._client.hkeys(j + "keys"))]
-        for start in range(0, len(names), CHUNK):
-            part = names[start : start + CHUNK]
+        for part in chunks(names):
             payloads = await self._client.hmget(j + "keys", part)
             ttls = await self._client.hmget(j + "ttl", part)
             async with self._client.pipeline(transaction=False) as pipe:

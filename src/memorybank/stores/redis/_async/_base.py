@@ -2,7 +2,8 @@
 
 Script calls (``EVALSHA``, reloaded on ``NOSCRIPT``; pipelined for many), the key
 bases of a thread and a tenant, the layout migrations, the tenant indexes kept
-apart with ``cluster=True``, and closing. The verbs are in the sibling mixins.
+apart with ``cluster=True``, the scope reads of records and search, and closing. The
+verbs are in the sibling mixins.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from memorybank.errors import ConfigurationError, NotFound
 from memorybank.records import Summary
 from memorybank.stores.contract._async.run_state_store import SNAPSHOT_KIND, WORKING_KIND
 from memorybank.stores.contract.capabilities import Capability
+from memorybank.stores.contract.types import UNSET, Unset, Visibility
 from memorybank.stores.redis.codec import (
-    CHUNK,
     as_str,
+    chunks,
     esc,
     glob_escape,
     opt_str,
@@ -39,7 +41,8 @@ from memorybank.stores.redis.compat import (
     aconnect_redis_cluster,
 )
 from memorybank.stores.redis.lua import MIGRATE, Script
-from memorybank.stores.redis.lua_tenant import S_THREAD_INDEX
+from memorybank.stores.redis.lua_tenant import S_RECORD_SCOPE, S_THREAD_INDEX
+from memorybank.stores.redis.lua_threads import S_SCOPE
 from memorybank.stores.sql.common import dump, from_us
 from memorybank.stores.vectors._async.source import CachedVectorStore
 
@@ -294,8 +297,7 @@ class RedisBase(CachedVectorStore):
                 else:
                     log = f"{self._prefix}{head}}}:vl:{tail}"
                     members = [as_str(r) for r in await self._client.hkeys(key)]
-                for start in range(0, len(members), CHUNK):
-                    part = members[start : start + CHUNK]
+                for part in chunks(members):
                     await self._client.zadd(log, dict.fromkeys(part, 0), nx=True)
 
     async def _backfill_run_state(self) -> None:
@@ -317,8 +319,8 @@ class RedisBase(CachedVectorStore):
                         sets.setdefault(name, []).append(rid)
             async with self._client.pipeline(transaction=False) as pipe:
                 for name, ids in sets.items():
-                    for start in range(0, len(ids), CHUNK):
-                        pipe.sadd(name, *ids[start : start + CHUNK])
+                    for part in chunks(ids):
+                        pipe.sadd(name, *part)
                 await pipe.execute()
         view = copy.copy(self)
         view._schema_ok = True  # its writes go straight on (this store still migrates)
@@ -352,8 +354,7 @@ class RedisBase(CachedVectorStore):
         async for tag in self._scan_ids(self._prefix + "{", "}:threads"):
             key = f"{self._prefix}{{{tag}}}:threads"
             members = cast("list[bytes]", await self._client.zrange(key, 0, -1))
-            for start in range(0, len(members), CHUNK):
-                part = members[start : start + CHUNK]
+            for part in chunks(members):
                 async with self._client.pipeline(transaction=False) as pipe:
                     for tid in part:
                         pipe.hget(f"{self._prefix}{{{tag}:{esc(as_str(tid))}}}:t", "u")
@@ -385,8 +386,7 @@ class RedisBase(CachedVectorStore):
     ) -> list[Any]:
         """Run ``script`` once per ``(keys, args)`` in pipelines (no transaction)."""
         results: list[Any] = []
-        for start in range(0, len(calls), CHUNK):
-            part = calls[start : start + CHUNK]
+        for part in chunks(calls):
             try:
                 results += await self._pipe_eval(script, part)
             except redis.exceptions.NoScriptError:
@@ -412,6 +412,102 @@ class RedisBase(CachedVectorStore):
         with self._op():
             await self._ready()
             return await self._eval(script, self._keys(idx + "threads"), (idx, *args))
+
+    # -- scope reads (records and search: "Search" in ``docs/redis.md``) ------------------
+
+    async def _threads_in_scope(
+        self, tenant: str, thread_id: str | None, visible_to: Visibility | None, model_id: str
+    ) -> list[tuple[str, list[Any]]]:
+        """``(thread id, script reply)`` of the visible threads (entry texts or vectors).
+
+        Candidates come from the tenant indexes: the user's threads and the
+        shared ones (``u0``) for a visibility, every thread otherwise; the script
+        re-checks visibility on the thread itself. Expired threads are dropped
+        from the indexes read.
+        """
+        idx = self._idx(tenant)
+        if thread_id is not None:
+            indexes: list[str] = []
+            tids = [thread_id]
+        else:
+            if visible_to is None or isinstance(visible_to.user_id, Unset):
+                indexes = [idx + "threads"]
+            elif visible_to.user_id is None:
+                indexes = [idx + "u0"]
+            else:
+                indexes = [idx + "u:" + esc(visible_to.user_id), idx + "u0"]
+            async with self._client.pipeline(transaction=False) as pipe:
+                for name in indexes:
+                    if name.endswith(":u0"):
+                        pipe.smembers(name)
+                    else:
+                        pipe.zrange(name, 0, -1)
+                lists = await pipe.execute()
+            tids = list(dict.fromkeys(as_str(t) for ids in lists for t in ids))
+        check = "0" if visible_to is None else "1"
+        agent = "-" if visible_to is None else who(visible_to.agent_id)
+        user = "-" if visible_to is None else who(visible_to.user_id)
+        calls = [self._thread_call(tenant, tid, check, agent, user, model_id) for tid in tids]
+        replies = await self._eval_many(S_SCOPE, calls)
+        found: list[tuple[str, list[Any]]] = []
+        gone: list[str] = []
+        for tid, reply in zip(tids, replies, strict=True):
+            status = as_str(reply[0])
+            if status == "OK":
+                found.append((tid, reply))
+            elif status == "GONE":
+                gone.append(tid)
+        if gone and indexes:
+            await self._drop_gone(idx, indexes, gone)
+        return found
+
+    async def _records_in_scope(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        *,
+        user_id: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        model_id: str = "",
+        key: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        keys: Sequence[str] = (),
+    ) -> list[tuple[str, str, list[Any], bytes | None]]:
+        """``(kind, id, decoded JSON, vector)`` of the records an owner index can hold.
+
+        Reads the sets of ``keys`` when given, else the key's set when a ``key`` is
+        given, else the user's owner set for a ``user_id``, else the agent's set for an
+        ``agent_id``, else the user's and the shared owner sets for a visibility, else
+        every record of the kind; callers filter the rest.
+        With ``model_id``, only records with a vector of that model (and it).
+        """
+        if keys:
+            scopes = [("key", who(k)) for k in keys]
+        elif isinstance(key, str):  # the key's set: smaller than an owner's
+            scopes = [("key", who(key))]
+        elif isinstance(user_id, str | None):
+            scopes = [("only", who(user_id))]
+        elif isinstance(agent_id, str):
+            scopes = [("agent", who(agent_id))]
+        else:
+            scopes = [self._owner_scope(visible_to)]
+        args = [x for kind in kinds for mode, owner in scopes for x in (mode, owner, kind)]
+        out = await self._tenant_eval(S_RECORD_SCOPE, tenant, model_id, *args)
+        found: list[tuple[str, str, list[Any], bytes | None]] = []
+        step = 3 if model_id else 2
+        for i in range(0, len(out), 2):
+            kind, rows = as_str(out[i]), out[i + 1]
+            for j in range(0, len(rows), step):
+                blob = rows[j + 2] if model_id else None
+                found.append((kind, as_str(rows[j]), json.loads(rows[j + 1]), blob))
+        return found
+
+    @staticmethod
+    def _owner_scope(visible_to: Visibility | None) -> tuple[str, str]:
+        """The owner sets a visibility reads: ``("vis", owner)`` or ``("all", "-")``."""
+        if visible_to is not None and not isinstance(visible_to.user_id, Unset):
+            return "vis", who(visible_to.user_id)
+        return "all", "-"
 
     async def close(self) -> None:
         if self._closed:

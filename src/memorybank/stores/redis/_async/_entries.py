@@ -22,7 +22,6 @@ from memorybank.stores.redis.codec import (
 )
 from memorybank.stores.redis.lua_threads import (
     S_APPEND,
-    S_CLEAR,
     S_COMPACT,
     S_COUNT,
     S_DELETE_ENTRIES,
@@ -127,9 +126,6 @@ class RedisEntries(RedisBase):
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
         return n
-
-    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        return await self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
 
     async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         return await self._thread_count(S_COUNT, tenant, thread_id, branch or "")

@@ -8,10 +8,10 @@ from datetime import datetime
 
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank.stores.contract.pages import page_records, pick_records, select_records
-from memorybank.stores.redis._async._scope import RedisScope
+from memorybank.stores.redis._async._base import RedisBase
 from memorybank.stores.redis.codec import (
-    CHUNK,
     as_str,
+    chunks,
     decode_record,
     esc,
     guard_args,
@@ -27,7 +27,7 @@ from memorybank.stores.redis.lua_tenant import (
 from memorybank.stores.sql.common import dump, to_us
 
 
-class RedisRecords(RedisScope):
+class RedisRecords(RedisBase):
     """Records of ``AsyncRedisStore``."""
 
     async def _fresh(self, tenant: str, *kinds: str) -> None:
@@ -115,8 +115,8 @@ class RedisRecords(RedisScope):
         async with self._io():
             await self._fresh(tenant, kind)
             async with self._client.pipeline(transaction=False) as pipe:
-                for start in range(0, len(ids), CHUNK):
-                    pipe.hmget(key, ids[start : start + CHUNK])
+                for part in chunks(ids):
+                    pipe.hmget(key, part)
                 replies = await pipe.execute()
         texts = zip(ids, (text for reply in replies for text in reply), strict=True)
         found = {i: decode_record(kind, i, json.loads(t)) for i, t in texts if t is not None}

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, cast
 from memorybank.stores.contract._async.search_store import rank_texts
 from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import visible
-from memorybank.stores.redis._async._scope import RedisScope
-from memorybank.stores.redis.codec import CHUNK, as_str, esc, opt_str
+from memorybank.stores.redis._async._base import RedisBase
+from memorybank.stores.redis.codec import CHUNK, as_str, chunks, esc, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
 from memorybank.stores.sql.common import unit_vector_bytes, vector_array
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # numpy loads with the first vector search, not with the stor
 _Owned = tuple[str, str | None, str, Any, str | None, str | None, bytes | None]
 
 
-class RedisSearch(RedisScope):
+class RedisSearch(RedisBase):
     """Search and vectors of ``AsyncRedisStore``."""
 
     async def text_search(
@@ -61,8 +61,7 @@ class RedisSearch(RedisScope):
         or their vectors of ``model_id`` (items without one left out; no branch)."""
         found: list[tuple[str, str, str | None, Any, str | None]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
-        with self._op():
-            await self._ready()
+        async with self._io():
             if "entry" in kinds:
                 for tid, reply in await self._threads_in_scope(
                     tenant, thread_id, visible_to, model_id
@@ -100,22 +99,18 @@ class RedisSearch(RedisScope):
                     )
             else:
                 records += [item.kind, item.id, item.model_id, blob]
-        with self._op():
-            await self._ready()
+        async with self._io():
             calls, owners = [], []
             for (tid, model), pairs in by_thread.items():
-                for start in range(0, len(pairs), 2 * CHUNK):
-                    part = pairs[start : start + 2 * CHUNK]
+                for part in chunks(pairs, 2 * CHUNK):
                     calls.append(self._thread_call(tenant, tid, model, tid, *part))
                     owners.append((model, tid, *part[0::2]))
             stored = await self._eval_many(S_PUT_VECTORS, calls)
             for args, ok in zip(owners, stored, strict=True):
                 if ok and self._cluster:  # indexed and logged in the tenant slot
                     await self._tenant_eval(S_VECTOR_LOG, tenant, *args)
-            for start in range(0, len(records), 4 * CHUNK):
-                await self._tenant_eval(
-                    S_RECORD_VECTORS, tenant, *records[start : start + 4 * CHUNK]
-                )
+            for part in chunks(records, 4 * CHUNK):
+                await self._tenant_eval(S_RECORD_VECTORS, tenant, *part)
 
     async def vector_search(
         self,
@@ -131,8 +126,7 @@ class RedisSearch(RedisScope):
         """Cosine top-k with numpy over the vectors kept in process (``_vector_cache``),
         kept current through the ``vs:``/``vl:`` stamps and logs; the hits' scope is
         confirmed in Redis."""
-        with self._op():
-            await self._ready()
+        async with self._io():
             return await super().vector_search(
                 tenant, vector, model_id=model_id, kinds=kinds, k=k, thread_id=thread_id,
                 visible_to=visible_to,
@@ -141,13 +135,15 @@ class RedisSearch(RedisScope):
     # The reads behind the in-process cache (``VectorSource``) are Redis's own: the
     # vectors' seq log is a sorted set (``vl:``), their owners hashes (no SQL to share).
 
+    def _vlog(self, tenant: str, model_id: str, kind: str) -> str:
+        """The key's vector log: a sorted set of its vectors' ids by seq."""
+        return self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}"
+
     async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
         """``id -> seq`` of every logged vector of the key (the ``vl:`` log: no vector read)."""
+        log = self._vlog(tenant, model_id, kind)
         logged = cast(
-            "list[tuple[bytes, float]]",
-            await self._client.zrange(
-                self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}", 0, -1, withscores=True
-            ),
+            "list[tuple[bytes, float]]", await self._client.zrange(log, 0, -1, withscores=True)
         )
         if kind == "entry":
             return {as_str(m).partition("\0")[2]: int(score) for m, score in logged}
@@ -155,16 +151,14 @@ class RedisSearch(RedisScope):
 
     async def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
         """The key's logged vectors (``ZCARD`` of the ``vl:`` log), at most ``limit``."""
-        log = self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}"
+        log = self._vlog(tenant, model_id, kind)
         return min(int(await self._client.zcard(log)), limit)
 
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
-        idx = self._idx(tenant)
-        model = esc(model_id)
         low = "-inf" if after < 0 else f"({after}"
-        log = idx + f"vl:{esc(kind)}:{model}"
+        log = self._vlog(tenant, model_id, kind)
         logged = cast(
             "list[tuple[bytes, float]]",
             await self._client.zrangebyscore(
@@ -276,13 +270,11 @@ class RedisSearch(RedisScope):
         Float32 arrays straight from the stored bytes."""
         wanted = list(dict.fromkeys(ids))
         found: dict[str, NDArray[np.float32]] = {}
-        if not wanted:
-            with self._op():
-                return found
         idx = self._idx(tenant)
         model = esc(model_id)
-        with self._op():
-            await self._ready()
+        async with self._io():
+            if not wanted:
+                return found
             if kind != "entry":
                 blobs = cast(
                     "list[bytes | None]",

@@ -1,4 +1,5 @@
-"""RedisThreads: thread records and their branches (one script on the thread's slot each)."""
+"""RedisThreads: thread records and their branches (one script on the thread's slot each),
+and ``forget_user``."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from memorybank.stores.redis.codec import (
     esc,
     raise_status,
 )
+from memorybank.stores.redis.lua_tenant import S_RECORD_FORGET
 from memorybank.stores.redis.lua_threads import (
     S_CREATE,
     S_CREATE_BRANCH,
@@ -29,7 +31,7 @@ from memorybank.stores.sql.common import dump, row_to_branch, to_us
 
 
 class RedisThreads(RedisBase):
-    """Threads and branches of ``AsyncRedisStore``."""
+    """Threads and branches of ``AsyncRedisStore``, and the erasure of a user's data."""
 
     async def thread_create(self, thread: Thread) -> Thread:
         tenant, at = thread.tenant_id, to_us(thread.updated_at)
@@ -112,20 +114,16 @@ class RedisThreads(RedisBase):
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
     ) -> Thread:
-        drop: list[str] = []
-        sets: list[Any] = []
-        if not isinstance(title, Unset):
-            if title is None:
-                drop.append("ti")
-            else:
-                sets += ["ti", title]
-        if not isinstance(metadata, Unset):
-            sets += ["m", dump(metadata)]
-        if not isinstance(status, Unset):
-            sets += ["s", status]
         branch = "" if isinstance(current_branch, Unset) else current_branch
-        if branch:
-            sets += ["cb", branch]
+        meta = metadata if isinstance(metadata, Unset) else dump(metadata)
+        given = {"ti": title, "m": meta, "s": status, "cb": branch or UNSET}
+        drop = ["ti"] if title is None else []
+        sets = [
+            x
+            for f, v in given.items()
+            if not isinstance(v, Unset) and f not in drop
+            for x in (f, v)
+        ]
         out = await self._thread_eval(
             S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
         )
@@ -179,3 +177,28 @@ class RedisThreads(RedisBase):
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
         return n == 1
+
+    # -- erasure -------------------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        """Threads (via the user index), then records (owner sets: snapshots and summaries
+        are records too)."""
+        idx = self._idx(tenant)
+        removed = 0
+        async with self._io():
+            threads_key = idx + "u:" + esc(user_id)
+            while True:
+                ids = cast("list[bytes]", await self._client.zrange(threads_key, 0, 499))
+                if not ids:
+                    break
+                for tid in ids:
+                    deleted, entries, _, vectors = await self._thread_eval(
+                        S_DELETE, tenant, as_str(tid), user_id
+                    )
+                    if deleted:
+                        removed += 1 + int(entries)
+                        await self._index(tenant, as_str(tid), user_id, "gone", vectors=vectors)
+                await self._client.zrem(threads_key, *ids)
+                await self._client.zrem(idx + "threads", *ids)
+            removed += int(await self._tenant_eval(S_RECORD_FORGET, tenant, user_id))
+        return removed

@@ -14,7 +14,6 @@ from memorybank.stores.redis._sync._atomic import RedisAtomic
 from memorybank.stores.redis._sync._base import MIGRATIONS
 from memorybank.stores.redis._sync._entries import RedisEntries
 from memorybank.stores.redis._sync._events import RedisEvents
-from memorybank.stores.redis._sync._forget import RedisForget
 from memorybank.stores.redis._sync._records import RedisRecords
 from memorybank.stores.redis._sync._search import RedisSearch
 from memorybank.stores.redis._sync._threads import RedisThreads
@@ -27,7 +26,6 @@ class RedisStore(
     RedisEntries,
     RedisRecords,
     RedisSearch,
-    RedisForget,
     RedisEvents,
     RedisAtomic,
 ):

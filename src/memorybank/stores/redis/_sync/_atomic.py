@@ -14,7 +14,7 @@ from typing import Any, cast
 from memorybank.errors import Conflict, StoreError
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.redis._sync._base import RedisBase
-from memorybank.stores.redis.codec import CHUNK, as_str, esc, glob_escape
+from memorybank.stores.redis.codec import as_str, chunks, esc, glob_escape
 
 __all__ = ["LEASE_MS", "RedisAtomic"]
 
@@ -70,8 +70,7 @@ class RedisAtomic(RedisBase):
         j = self._journal(tenant)
         self._client.delete(j + "keys", j + "ttl")
         keys = self._tenant_keys(tenant)
-        for start in range(0, len(keys), CHUNK):
-            part = keys[start : start + CHUNK]
+        for part in chunks(keys):
             with self._client.pipeline(transaction=False) as pipe:
                 for key in part:
                     pipe.dump(key)
@@ -94,14 +93,13 @@ class RedisAtomic(RedisBase):
         feed = self._idx(tenant) + "fe"
         drawn = self._feed_drawn(feed)
         keys = self._tenant_keys(tenant)
-        for start in range(0, len(keys), CHUNK):
+        for part in chunks(keys):
             with self._client.pipeline(transaction=False) as pipe:
-                for key in keys[start : start + CHUNK]:
+                for key in part:
                     pipe.delete(key)
                 pipe.execute()
         names = [as_str(k) for k in cast("list[bytes]", self._client.hkeys(j + "keys"))]
-        for start in range(0, len(names), CHUNK):
-            part = names[start : start + CHUNK]
+        for part in chunks(names):
             payloads = self._client.hmget(j + "keys", part)
             ttls = self._client.hmget(j + "ttl", part)
             with self._client.pipeline(transaction=False) as pipe:
