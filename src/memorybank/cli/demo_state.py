@@ -31,12 +31,12 @@ from typing import Any
 from rich.console import Console
 
 from memorybank.cli.demo import DemoClock, run_demo, seed_showcase
+from memorybank.core._sync.cas import system_record
 from memorybank.embeddings.base import Embedder
 from memorybank.errors import NotFound
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.server.keys import RESERVED_TENANT, KeyRing
-from memorybank.stores.contract.items import Record
 
 __all__ = [
     "DEMO_KIND",
@@ -140,15 +140,7 @@ def prepare_demo(
         }
         if fresh != data:
             now = datetime.now(UTC)
-            record = Record(
-                kind=DEMO_KIND,
-                id=DEMO_RECORD,
-                agent_id=None,
-                user_id=None,
-                content="",
-                data=fresh,
-                created_at=saved.created_at if saved is not None else now,
-                updated_at=now,
-            )
+            record = system_record(DEMO_KIND, DEMO_RECORD, fresh, now)
+            record.created_at = saved.created_at if saved is not None else now
             memory.store.record_put(RESERVED_TENANT, [record])
     return DemoState(admin_key=admin, demo_key=key, thread_id=thread_id, reused=reused)

@@ -34,6 +34,7 @@ from memorybank.consolidation.report import (
     change_from,
 )
 from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
+from memorybank.core._async.cas import put_changed, put_new, system_record
 from memorybank.core._async.core import Namespace
 from memorybank.core._async.facts import (
     FACT,
@@ -929,21 +930,10 @@ class AsyncConsolidationService:
             return await leases.claim(
                 store, SCHEDULE_TENANT, found, owner=self._core.worker, until=until, now=now
             )
-        fresh = Record(
-            kind=SCHEDULE,
-            id=tenant,
-            agent_id=None,
-            user_id=None,
-            content="",
-            data={"cursor": None},
-            created_at=now,
-            updated_at=now,
-        )
+        fresh = system_record(SCHEDULE, tenant, {"cursor": None}, now)
         held = leases.leased(fresh, self._core.worker, until)
         try:
-            await store.record_put(
-                SCHEDULE_TENANT, [held], guard=RecordGuard(SCHEDULE, tenant, None)
-            )
+            await put_new(store, SCHEDULE_TENANT, held)
         except Conflict:  # another worker made it first
             return None
         return held
@@ -995,13 +985,8 @@ class AsyncConsolidationService:
             "owner": self._core.worker,
             "until": datetime.now(UTC).isoformat(),  # released
         }
-        done = dataclasses.replace(
-            held, data=data, updated_at=datetime.now(UTC), revision=held.revision + 1
-        )
         try:
-            await store.record_put(
-                SCHEDULE_TENANT, [done], guard=RecordGuard(SCHEDULE, tenant, held.revision)
-            )
+            await put_changed(store, SCHEDULE_TENANT, held, data, datetime.now(UTC))
         except Conflict:  # taken over meanwhile: the other worker keeps its own cursor
             pass
         return reports

@@ -35,6 +35,7 @@ from memorybank.consolidation.report import (
     change_from,
 )
 from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
+from memorybank.core._sync.cas import put_changed, put_new, system_record
 from memorybank.core._sync.core import Namespace
 from memorybank.core._sync.facts import (
     FACT,
@@ -930,21 +931,10 @@ class ConsolidationService:
             return leases.claim(
                 store, SCHEDULE_TENANT, found, owner=self._core.worker, until=until, now=now
             )
-        fresh = Record(
-            kind=SCHEDULE,
-            id=tenant,
-            agent_id=None,
-            user_id=None,
-            content="",
-            data={"cursor": None},
-            created_at=now,
-            updated_at=now,
-        )
+        fresh = system_record(SCHEDULE, tenant, {"cursor": None}, now)
         held = leases.leased(fresh, self._core.worker, until)
         try:
-            store.record_put(
-                SCHEDULE_TENANT, [held], guard=RecordGuard(SCHEDULE, tenant, None)
-            )
+            put_new(store, SCHEDULE_TENANT, held)
         except Conflict:  # another worker made it first
             return None
         return held
@@ -996,13 +986,8 @@ class ConsolidationService:
             "owner": self._core.worker,
             "until": datetime.now(UTC).isoformat(),  # released
         }
-        done = dataclasses.replace(
-            held, data=data, updated_at=datetime.now(UTC), revision=held.revision + 1
-        )
         try:
-            store.record_put(
-                SCHEDULE_TENANT, [done], guard=RecordGuard(SCHEDULE, tenant, held.revision)
-            )
+            put_changed(store, SCHEDULE_TENANT, held, data, datetime.now(UTC))
         except Conflict:  # taken over meanwhile: the other worker keeps its own cursor
             pass
         return reports

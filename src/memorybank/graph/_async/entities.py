@@ -64,6 +64,25 @@ class EntityVerbs(RelationVerbs):
     async def _vector(self, entity: Entity) -> VectorItem | None:
         return await self._embed(ENTITY, entity.id, _text(entity))
 
+    async def _rewrite(
+        self,
+        record: Record,
+        old: Entity,
+        entity: Entity,
+        prov: dict[str, list[str]],
+        links: Sequence[Record] = (),
+    ) -> None:
+        """Write ``entity`` (``old``, read as ``record``) with its new names and ``links``,
+        guarded on the revision read: ``Conflict`` (nothing written) when another writer
+        got in between."""
+        writes = [
+            _entity_record(entity, prov, record.revision + 1),
+            *_name_records(entity, _added_names(old, entity)),
+            *links,
+        ]
+        guard = RecordGuard(ENTITY, record.id, record.revision)
+        await self._core.store.record_put(self._tenant, writes, guard=guard)
+
     async def add_entity(
         self,
         name: str,
@@ -146,14 +165,9 @@ class EntityVerbs(RelationVerbs):
                 confidence=_raise_confidence(old.confidence, conf),
                 updated_at=now,
             )
-            writes = [
-                _entity_record(entity, prov, old_record.revision + 1),
-                *_name_records(entity, _added_names(old, entity)),
-                *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
-            ]
-            guard = RecordGuard(ENTITY, entity.id, old_record.revision)
+            links = _link_records("entity", entity.id, owner, entries if new_obs else (), now)
             vector = await self._vector(entity) if _text(entity) != _text(old) else None
-            await store.record_put(self._tenant, writes, guard=guard)
+            await self._rewrite(old_record, old, entity, prov, links)
             return entity, vector
 
         entity, vector = await retry_conflicts(step, f"entity {name!r}")
@@ -204,7 +218,6 @@ class EntityVerbs(RelationVerbs):
             None if isinstance(properties, Unset) else v.check_json_object(properties, "properties")
         )
         conf = None if isinstance(confidence, Unset) else _unit(confidence, "confidence")
-        store = self._core.store
 
         async def step() -> tuple[Entity, Entity, VectorItem | None]:
             record = await self._entity_record(entity_id, seen)
@@ -226,13 +239,8 @@ class EntityVerbs(RelationVerbs):
             )
             if _ident_id(entity) != _ident_id(old):
                 await self._claim_ident(entity, now)
-            writes = [
-                _entity_record(entity, _obs_provenance(record), record.revision + 1),
-                *_name_records(entity, _added_names(old, entity)),
-            ]
-            guard = RecordGuard(ENTITY, entity_id, record.revision)
             vector = await self._vector(entity) if _text(entity) != _text(old) else None
-            await store.record_put(self._tenant, writes, guard=guard)
+            await self._rewrite(record, old, entity, _obs_provenance(record))
             return old, entity, vector
 
         try:
@@ -312,7 +320,6 @@ class EntityVerbs(RelationVerbs):
         entries: Sequence[str] = (),
         drop_entry: str | None = None,
     ) -> Entity:
-        store = self._core.store
 
         async def step() -> tuple[Entity, VectorItem | None]:
             record = await self._entity_record(entity_id, seen)
@@ -338,14 +345,9 @@ class EntityVerbs(RelationVerbs):
             now = self._core.now()
             entity = replace(old, observations=tuple(obs), updated_at=now)
             owner = (old.agent_id, old.user_id)
-            writes = [
-                _entity_record(entity, prov, record.revision + 1),
-                *_link_records("entity", entity.id, owner, entries if add else (), now),
-            ]
+            links = _link_records("entity", entity.id, owner, entries if add else (), now)
             vector = await self._vector(entity) if _text(entity) != _text(old) else None
-            await store.record_put(
-                self._tenant, writes, guard=RecordGuard(ENTITY, entity_id, record.revision)
-            )
+            await self._rewrite(record, old, entity, prov, links)
             return entity, vector
 
         entity, vector = await retry_conflicts(step, f"entity {entity_id!r}")
@@ -423,7 +425,6 @@ class EntityVerbs(RelationVerbs):
         kept = _entity(self._tenant, kept_record)
         if (kept.agent_id, kept.user_id) != (gone.agent_id, gone.user_id):
             raise InvalidInput("entities of different owners cannot be merged", field="merge")
-        store = self._core.store
         gone_prov = _obs_provenance(gone_record)
 
         async def step() -> tuple[Entity, VectorItem | None]:
@@ -442,15 +443,9 @@ class EntityVerbs(RelationVerbs):
                 updated_at=now,
             )
             sources = sorted({e for val in gone_prov.values() for e in val})
-            writes = [
-                _entity_record(entity, prov, record.revision + 1),
-                *_name_records(entity, _added_names(old, entity)),
-                *_link_records("entity", keep, (old.agent_id, old.user_id), sources, now),
-            ]
+            links = _link_records("entity", keep, (old.agent_id, old.user_id), sources, now)
             vector = await self._vector(entity)
-            await store.record_put(
-                self._tenant, writes, guard=RecordGuard(ENTITY, keep, record.revision)
-            )
+            await self._rewrite(record, old, entity, prov, links)
             return entity, vector
 
         entity, vector = await retry_conflicts(step, f"entity {keep!r}")

@@ -65,6 +65,25 @@ class EntityVerbs(RelationVerbs):
     def _vector(self, entity: Entity) -> VectorItem | None:
         return self._embed(ENTITY, entity.id, _text(entity))
 
+    def _rewrite(
+        self,
+        record: Record,
+        old: Entity,
+        entity: Entity,
+        prov: dict[str, list[str]],
+        links: Sequence[Record] = (),
+    ) -> None:
+        """Write ``entity`` (``old``, read as ``record``) with its new names and ``links``,
+        guarded on the revision read: ``Conflict`` (nothing written) when another writer
+        got in between."""
+        writes = [
+            _entity_record(entity, prov, record.revision + 1),
+            *_name_records(entity, _added_names(old, entity)),
+            *links,
+        ]
+        guard = RecordGuard(ENTITY, record.id, record.revision)
+        self._core.store.record_put(self._tenant, writes, guard=guard)
+
     def add_entity(
         self,
         name: str,
@@ -147,14 +166,9 @@ class EntityVerbs(RelationVerbs):
                 confidence=_raise_confidence(old.confidence, conf),
                 updated_at=now,
             )
-            writes = [
-                _entity_record(entity, prov, old_record.revision + 1),
-                *_name_records(entity, _added_names(old, entity)),
-                *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
-            ]
-            guard = RecordGuard(ENTITY, entity.id, old_record.revision)
+            links = _link_records("entity", entity.id, owner, entries if new_obs else (), now)
             vector = self._vector(entity) if _text(entity) != _text(old) else None
-            store.record_put(self._tenant, writes, guard=guard)
+            self._rewrite(old_record, old, entity, prov, links)
             return entity, vector
 
         entity, vector = retry_conflicts(step, f"entity {name!r}")
@@ -205,7 +219,6 @@ class EntityVerbs(RelationVerbs):
             None if isinstance(properties, Unset) else v.check_json_object(properties, "properties")
         )
         conf = None if isinstance(confidence, Unset) else _unit(confidence, "confidence")
-        store = self._core.store
 
         def step() -> tuple[Entity, Entity, VectorItem | None]:
             record = self._entity_record(entity_id, seen)
@@ -227,13 +240,8 @@ class EntityVerbs(RelationVerbs):
             )
             if _ident_id(entity) != _ident_id(old):
                 self._claim_ident(entity, now)
-            writes = [
-                _entity_record(entity, _obs_provenance(record), record.revision + 1),
-                *_name_records(entity, _added_names(old, entity)),
-            ]
-            guard = RecordGuard(ENTITY, entity_id, record.revision)
             vector = self._vector(entity) if _text(entity) != _text(old) else None
-            store.record_put(self._tenant, writes, guard=guard)
+            self._rewrite(record, old, entity, _obs_provenance(record))
             return old, entity, vector
 
         try:
@@ -313,7 +321,6 @@ class EntityVerbs(RelationVerbs):
         entries: Sequence[str] = (),
         drop_entry: str | None = None,
     ) -> Entity:
-        store = self._core.store
 
         def step() -> tuple[Entity, VectorItem | None]:
             record = self._entity_record(entity_id, seen)
@@ -339,14 +346,9 @@ class EntityVerbs(RelationVerbs):
             now = self._core.now()
             entity = replace(old, observations=tuple(obs), updated_at=now)
             owner = (old.agent_id, old.user_id)
-            writes = [
-                _entity_record(entity, prov, record.revision + 1),
-                *_link_records("entity", entity.id, owner, entries if add else (), now),
-            ]
+            links = _link_records("entity", entity.id, owner, entries if add else (), now)
             vector = self._vector(entity) if _text(entity) != _text(old) else None
-            store.record_put(
-                self._tenant, writes, guard=RecordGuard(ENTITY, entity_id, record.revision)
-            )
+            self._rewrite(record, old, entity, prov, links)
             return entity, vector
 
         entity, vector = retry_conflicts(step, f"entity {entity_id!r}")
@@ -424,7 +426,6 @@ class EntityVerbs(RelationVerbs):
         kept = _entity(self._tenant, kept_record)
         if (kept.agent_id, kept.user_id) != (gone.agent_id, gone.user_id):
             raise InvalidInput("entities of different owners cannot be merged", field="merge")
-        store = self._core.store
         gone_prov = _obs_provenance(gone_record)
 
         def step() -> tuple[Entity, VectorItem | None]:
@@ -443,15 +444,9 @@ class EntityVerbs(RelationVerbs):
                 updated_at=now,
             )
             sources = sorted({e for val in gone_prov.values() for e in val})
-            writes = [
-                _entity_record(entity, prov, record.revision + 1),
-                *_name_records(entity, _added_names(old, entity)),
-                *_link_records("entity", keep, (old.agent_id, old.user_id), sources, now),
-            ]
+            links = _link_records("entity", keep, (old.agent_id, old.user_id), sources, now)
             vector = self._vector(entity)
-            store.record_put(
-                self._tenant, writes, guard=RecordGuard(ENTITY, keep, record.revision)
-            )
+            self._rewrite(record, old, entity, prov, links)
             return entity, vector
 
         entity, vector = retry_conflicts(step, f"entity {keep!r}")

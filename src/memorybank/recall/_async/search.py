@@ -558,8 +558,8 @@ class _Search:
                     vectors.update({prefix + rid: vec for rid, vec in got.items()})
             await self._embed_missing(records, vectors)
             if facts:  # (records hold no fact but those of ``facts``)
-                facts = [r for r in records.values() if isinstance(r, FactItem)]
-                vectors.update(await fact_vectors(self.core, self.tenant, facts))
+                fact_records = [r for r in records.values() if isinstance(r, FactItem)]
+                vectors.update(await fact_vectors(self.core, self.tenant, fact_records))
         candidates = _candidates(records, vectors)
         if not candidates:
             return []

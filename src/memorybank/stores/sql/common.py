@@ -118,13 +118,17 @@ def _datetime_of(value: int) -> datetime:
 def from_us(value: int | datetime) -> datetime:
     """The UTC datetime for an integer of microseconds (a datetime passes through as UTC);
     the datetimes of recently converted integers are remembered (``_DATETIMES``)."""
+    found = _DATETIMES.get(value) if type(value) is int else None
+    return _from_us_unseen(value) if found is None else found
+
+
+def _from_us_unseen(value: int | datetime) -> datetime:
+    """``from_us`` of a value not in ``_DATETIMES`` (an integer's datetime goes there)."""
     if type(value) is int:
-        found = _DATETIMES.get(value)
-        if found is None:
-            found = _datetime_of(value)
-            if len(_DATETIMES) >= _DATETIMES_MAX:
-                _DATETIMES.clear()
-            _DATETIMES[value] = found
+        found = _datetime_of(value)
+        if len(_DATETIMES) >= _DATETIMES_MAX:
+            _DATETIMES.clear()
+        _DATETIMES[value] = found
         return found
     if isinstance(value, datetime):
         return value.astimezone(UTC)
@@ -285,7 +289,7 @@ def row_to_entry_row(row: Sequence[Any]) -> EntryRow:
     in ``_DATETIMES`` first, without the call of ``from_us``)."""
     created = _DATETIMES.get(row[7])
     if created is None:
-        created = from_us(row[7])
+        created = _from_us_unseen(row[7])
     values = (row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6], created)
     return _TUPLE(EntryRow, values)
 
