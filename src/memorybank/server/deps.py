@@ -59,6 +59,7 @@ __all__ = [
     "MemoryDep",
     "admin_caller",
     "authenticate",
+    "bearer",
     "caller",
     "document_auth",
     "header_id",
@@ -129,7 +130,7 @@ async def authenticate(
     return Caller(tenant=info.tenant, key_id=info.id, is_admin=False, user_id=_user(user_id))
 
 
-def _bearer(header: str | None) -> str | None:
+def bearer(header: str | None) -> str | None:
     """The credentials of ``Authorization: Bearer <credentials>`` (as FastAPI's ``HTTPBearer``)."""
     if not header:
         return None
@@ -156,7 +157,7 @@ async def caller(request: Request) -> Caller:
         except InvalidInput as error:
             problem = str(error)
     who = await authenticate(  # first: an unauthenticated caller learns nothing, not even 422s
-        request, _bearer(headers.get("authorization")), user, headers.get("x-tenant-id")
+        request, bearer(headers.get("authorization")), user, headers.get("x-tenant-id")
     )
     if problem is not None:
         raise InvalidInput(problem, field="X-User-Id")
