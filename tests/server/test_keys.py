@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.server.keys import RESERVED_TENANT, KeyRing, check_tenant, parse_key
+from memorybank.rules.validate import check_tenant
+from memorybank.server.keys import RESERVED_TENANT, KeyRing, parse_key
 from memorybank.stores.contract._async.store import AsyncStore
 from tests.all_stores import STORE_KINDS
 from tests.server.conftest import CHEAP_HASH, fresh_store

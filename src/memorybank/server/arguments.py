@@ -130,7 +130,8 @@ _MESSAGE_SHAPES: list[Any] = [
     {"required": ["type"], "properties": {"type": {"type": "string", "minLength": 1}}},
 ]
 
-_NO_NUL = "^[^\\u0000]*$"
+#: Text without a NUL (``rules.validate.check_text``), as a schema pattern.
+NO_NUL = "^[^\\u0000]*$"
 #: A content part: an object with a string ``type``; a text-like part (``TEXT_PART_TYPES``)
 #: has a string ``text`` (a ``refusal`` part may give ``refusal`` instead).
 _CONTENT_PART: dict[str, Any] = {
@@ -140,11 +141,11 @@ _CONTENT_PART: dict[str, Any] = {
     "properties": {"type": {"type": "string"}},
     "anyOf": [
         {"properties": {"type": {"not": {"enum": sorted(v.TEXT_PART_TYPES)}}}},
-        {"required": ["text"], "properties": {"text": {"type": "string", "pattern": _NO_NUL}}},
+        {"required": ["text"], "properties": {"text": {"type": "string", "pattern": NO_NUL}}},
         {
             "not": {"required": ["text"]},
             "required": ["refusal"],
-            "properties": {"refusal": {"type": "string", "pattern": _NO_NUL}},
+            "properties": {"refusal": {"type": "string", "pattern": NO_NUL}},
         },
     ],
 }
@@ -166,11 +167,11 @@ _TOOL_CALL: dict[str, Any] = {
                     "type": "string",
                     "minLength": 1,
                     "maxLength": v.MAX_LABEL_CHARS,
-                    "pattern": _NO_NUL,
+                    "pattern": NO_NUL,
                 },
                 "arguments": {
                     "anyOf": [
-                        {"type": "string", "pattern": _NO_NUL},
+                        {"type": "string", "pattern": NO_NUL},
                         {"type": "object", "additionalProperties": True},
                     ]
                 },
@@ -197,8 +198,8 @@ _FUNCTION_CALL: dict[str, Any] = {
     "additionalProperties": True,
     "required": ["name"],
     "properties": {
-        "name": {"type": "string", "pattern": _NO_NUL},
-        "arguments": {"type": "string", "pattern": _NO_NUL},
+        "name": {"type": "string", "pattern": NO_NUL},
+        "arguments": {"type": "string", "pattern": NO_NUL},
     },
 }
 

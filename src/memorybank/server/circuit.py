@@ -38,7 +38,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from memorybank.errors import ConfigurationError, MemoryBankError, StoreUnavailable
+from memorybank.errors import ConfigurationError, StoreUnavailable
+from memorybank.server.errors import refused_by_store
 from memorybank.stores.contract._async.store import AsyncStore
 
 __all__ = ["PROBE_INTERVAL", "StoreCircuit"]
@@ -48,11 +49,6 @@ log = logging.getLogger("memorybank.server")
 #: Seconds between two probes of a store that is down.
 PROBE_INTERVAL = 0.2
 _NOT_WRAPPED = frozenset({"close", "ping", "connect"})
-
-
-def _refused(error: ConfigurationError) -> bool:
-    cause = error.__cause__
-    return cause is not None and not isinstance(cause, MemoryBankError)
 
 
 class StoreCircuit:
@@ -102,7 +98,7 @@ class StoreCircuit:
                 self._suspect(error)
                 raise
             except ConfigurationError as error:
-                if not _refused(error):
+                if not refused_by_store(error):
                     raise
                 self._suspect(error)
                 raise StoreUnavailable("the store refused the server's login") from error

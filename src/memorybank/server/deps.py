@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hmac
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import unquote_to_bytes
@@ -47,7 +47,7 @@ from memorybank.server.errors import (
     library_error,
     unauthorized,
 )
-from memorybank.server.keys import KeyRing, check_tenant
+from memorybank.server.keys import KeyRing
 from memorybank.server.raw_headers import PADDED
 from memorybank.server.schema_limits import state_limits
 
@@ -59,6 +59,7 @@ __all__ = [
     "MemoryDep",
     "admin_caller",
     "authenticate",
+    "bearer",
     "caller",
     "document_auth",
     "header_id",
@@ -119,7 +120,7 @@ async def authenticate(
     # Authenticate first: an unauthenticated request learns nothing, not even 422s.
     if admin_key is not None and hmac.compare_digest(secret.encode(), admin_key.encode()):
         state["key_id"] = "admin"
-        checked = None if tenant is None else check_tenant(tenant, "X-Tenant-Id")
+        checked = None if tenant is None else v.check_tenant(tenant, "X-Tenant-Id")
         return Caller(tenant=checked, key_id=None, is_admin=True, user_id=_user(user_id))
     peer = request.client
     info = await key_ring(request).verify(secret, client=None if peer is None else peer.host)
@@ -129,7 +130,7 @@ async def authenticate(
     return Caller(tenant=info.tenant, key_id=info.id, is_admin=False, user_id=_user(user_id))
 
 
-def _bearer(header: str | None) -> str | None:
+def bearer(header: str | None) -> str | None:
     """The credentials of ``Authorization: Bearer <credentials>`` (as FastAPI's ``HTTPBearer``)."""
     if not header:
         return None
@@ -156,7 +157,7 @@ async def caller(request: Request) -> Caller:
         except InvalidInput as error:
             problem = str(error)
     who = await authenticate(  # first: an unauthenticated caller learns nothing, not even 422s
-        request, _bearer(headers.get("authorization")), user, headers.get("x-tenant-id")
+        request, bearer(headers.get("authorization")), user, headers.get("x-tenant-id")
     )
     if problem is not None:
         raise InvalidInput(problem, field="X-User-Id")
@@ -310,7 +311,7 @@ def document_auth(
             "ErrorBody", ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
         )
         for route in routes:
-            if not _needs_auth(route.dependant):
+            if not _depends_on(route.dependant):
                 continue
             for method in route.methods or ():
                 operation = schema.get("paths", {}).get(route.path_format, {}).get(method.lower())
@@ -336,8 +337,10 @@ def document_auth(
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _needs_auth(dependant: Dependant) -> bool:
-    return any(d.call in _AUTH_DEPENDENCIES or _needs_auth(d) for d in dependant.dependencies)
+def _depends_on(dependant: Dependant, calls: Container[object] = _AUTH_DEPENDENCIES) -> bool:
+    """Whether ``dependant`` depends (at any depth) on one of ``calls`` (by default: the
+    caller's dependencies, i.e. the route needs a key)."""
+    return any(d.call in calls or _depends_on(d, calls) for d in dependant.dependencies)
 
 
 def _header_parameter(name: str, description: str, limits: dict[str, Any]) -> dict[str, Any]:
@@ -365,11 +368,11 @@ async def refused_caller(request: Request) -> JSONResponse | None:
     state = request.scope.get("state", {})
     if "caller" in state or not isinstance(route, APIRoute):
         return None
-    if not _needs_auth(route.dependant):
+    if not _depends_on(route.dependant):
         return None
     try:
         who = await caller(request)
-        if not who.is_admin and _depends_on(route.dependant, admin_caller):
+        if not who.is_admin and _depends_on(route.dependant, (admin_caller,)):
             await admin_caller(request)  # 403 for a tenant's key, as after parsing
     except ApiError as error:
         return await api_error(request, error)
@@ -378,7 +381,3 @@ async def refused_caller(request: Request) -> JSONResponse | None:
     except MemoryBankError as error:
         return await library_error(request, error)
     return None
-
-
-def _depends_on(dependant: Any, call: Any) -> bool:
-    return any(d.call is call or _depends_on(d, call) for d in dependant.dependencies)

@@ -4,8 +4,8 @@ A key is ``mb_<prefix>_<secret>``. ``<prefix>`` (12 hex characters) is the
 key's public id and its lookup key; the whole key is hashed with Argon2id
 (``argon2-cffi``) and only the hash is stored. Keys live as records of kind
 ``"api_key"`` in the reserved tenant ``RESERVED_TENANT``, which no API caller
-can name: every tenant the server accepts passes ``check_tenant``, which
-refuses names starting with ``~``.
+can name: every tenant the server accepts passes ``rules.validate.check_tenant``,
+which refuses names starting with ``~``.
 
 Verifying a key costs an Argon2 check (tens of milliseconds by design) and a
 record read. Each process therefore remembers, in memory:
@@ -79,17 +79,13 @@ __all__ = [
     "FAILURE_BURST",
     "FAILURE_REFILL_SECONDS",
     "KEY_KIND",
-    "RESERVED_PREFIX",
     "RESERVED_TENANT",
     "KeyInfo",
     "KeyRing",
     "TooManyAttempts",
-    "check_tenant",
     "parse_key",
 ]
 
-#: Tenant names starting with this are the server's own; no caller can use one.
-RESERVED_PREFIX = v.RESERVED_PREFIX
 #: Where API keys are stored (as records of kind ``KEY_KIND``).
 RESERVED_TENANT = "~memorybank-server"
 KEY_KIND = "api_key"
@@ -142,12 +138,6 @@ class _Bucket:
         self._update(now, burst)
         free = self.tokens - (self.inflight if count_inflight else 0)
         return 0.0 if free >= 1 else (1 - free) * self.refill
-
-
-def check_tenant(tenant: object, field: str = "tenant") -> str:
-    """A tenant name a caller may use: an id not starting with ``RESERVED_PREFIX``
-    (``memorybank.rules.validate.check_tenant``)."""
-    return v.check_tenant(tenant, field)
 
 
 def parse_key(secret: str) -> str | None:
@@ -239,7 +229,7 @@ class KeyRing:
 
     async def create(self, tenant: str, label: str | None = None) -> tuple[KeyInfo, str]:
         """A new key for ``tenant``: its info and the secret (shown once, never stored)."""
-        tenant = check_tenant(tenant)
+        tenant = v.check_tenant(tenant)
         if label is not None:
             label = v.check_text(label, "label", max_chars=v.MAX_LABEL_CHARS)
         now = v.check_time(self._clock(), "clock()")
@@ -360,7 +350,7 @@ class KeyRing:
         records = await self._store.record_list(
             RESERVED_TENANT,
             KEY_KIND,
-            key=UNSET if tenant is None else check_tenant(tenant),
+            key=UNSET if tenant is None else v.check_tenant(tenant),
             limit=v.check_limit(limit, "limit"),
         )
         return [_info(r) for r in records]

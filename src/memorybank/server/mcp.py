@@ -34,12 +34,13 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memorybank.errors import InvalidInput
 from memorybank.mcp.server import HTTP_HEADERS, build_server
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank.server.deps import header_id
+from memorybank.server.deps import bearer, header_id
 from memorybank.server.errors import MISSING_KEY, unauthorized
 from memorybank.server.keys import KeyRing
 from memorybank.server.raw_headers import PADDED
@@ -154,7 +155,7 @@ class McpMount:
             # SDK's own check that follows is answered from the key ring's caches.
             # A request without a live key is refused here too, in the one error shape
             # of every route (the SDK's own refusal is ``{"error": "invalid_token"}``).
-            token = _bearer(scope)
+            token = bearer(Headers(scope=scope).get("authorization"))
             if token is None:
                 raise unauthorized(MISSING_KEY, _CHALLENGE)
             peer = scope.get("client")
@@ -166,16 +167,3 @@ class McpMount:
                     _CHALLENGE,
                 )
         await self._app(scope, receive, send)
-
-
-def _bearer(scope: Scope) -> str | None:
-    """The credentials of the request's ``Authorization: Bearer`` header, if any."""
-    for name, value in scope.get("headers", ()):
-        if name == b"authorization":
-            text = bytes(value).decode("latin-1")
-            scheme, _, credentials = text.partition(" ")
-            credentials = credentials.strip()
-            if scheme.lower() == "bearer" and credentials:
-                return credentials
-            return None
-    return None

@@ -36,6 +36,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorybank.embeddings.status import EmbeddingStatus
+from memorybank.server.errors import route_of
 from memorybank.stores.contract._async.store import AsyncStore
 
 __all__ = ["JsonFormatter", "Metrics", "ObservabilityMiddleware", "access_log", "configure_logging"]
@@ -174,8 +175,7 @@ class ObservabilityMiddleware:
             await self.app(scope, receive, send_status)
         finally:
             elapsed = time.perf_counter() - start
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
+            template = route_of(scope)
             state = scope.get("state", {})
             code = state.get("error_code")
             self.metrics.observe_request(scope["method"], template, status, elapsed)

@@ -21,6 +21,7 @@ from memorybank.server.models import Page
 from memorybank.stores.contract.types import UNSET
 
 __all__ = [
+    "CURSOR_DESCRIPTION",
     "CURSOR_PATTERN",
     "DEFAULT_LIMIT",
     "ENTITY_CURSOR_PREFIX",
@@ -51,13 +52,9 @@ ENTITY_CURSOR_PREFIX = "e:"
 #: Positions a cursor can name (``CURSOR_PATTERN``'s nine digits).
 _MAX_OFFSET = 10**9
 
-CursorQuery = Annotated[
-    str | None,
-    Query(
-        max_length=300,
-        description="`next_cursor` of the previous page (opaque: pass it back unchanged).",
-    ),
-]
+#: What a ``cursor`` query parameter is (``schema_limits`` states its pattern).
+CURSOR_DESCRIPTION = "`next_cursor` of the previous page (opaque: pass it back unchanged)."
+CursorQuery = Annotated[str | None, Query(max_length=300, description=CURSOR_DESCRIPTION)]
 
 
 def encode_cursor(offset: int) -> str:

@@ -24,7 +24,12 @@ from typing import Any
 
 from memorybank.graph._async.records import RULES
 from memorybank.rules.validate import MAX_COUNT, MAX_ID_LENGTH
-from memorybank.server.pagination import CURSOR_PATTERN, ENTITY_CURSOR_PREFIX
+from memorybank.server.arguments import NO_NUL
+from memorybank.server.pagination import (
+    CURSOR_DESCRIPTION,
+    CURSOR_PATTERN,
+    ENTITY_CURSOR_PREFIX,
+)
 
 __all__ = [
     "CANNOT_STATE",
@@ -196,14 +201,12 @@ def _cursor_schema(entity: bool) -> dict[str, Any]:
     """A cursor as this server makes them (``memorybank.server.pagination``)."""
     body = id_pattern()[1:]  # "[...]+$": an id
     pattern = f"^{ENTITY_CURSOR_PREFIX}{body}" if entity else CURSOR_PATTERN
-    text = "`next_cursor` of the previous page (opaque: pass it back unchanged)."
     return {
         "anyOf": [{"type": "string", "pattern": pattern}, {"type": "null"}],
-        "description": text,
+        "description": CURSOR_DESCRIPTION,
     }
 
 
-_NO_NUL = "^[^\\u0000]*$"
 #: No NUL, and not blank: at least one character that is not whitespace.
 _NON_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 
@@ -237,7 +240,7 @@ def _tighten(schema: dict[str, Any], owner: str, name: str) -> dict[str, Any]:
             schema.setdefault("minLength", 1)
             if name not in MAY_BE_BLANK:
                 schema["pattern"] = _NON_BLANK
-        schema.setdefault("pattern", _NO_NUL)
+        schema.setdefault("pattern", NO_NUL)
     if kind in ("integer", "number"):
         if name in MINIMUMS:
             schema.setdefault("minimum", MINIMUMS[name])

@@ -43,6 +43,7 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from memorybank.errors import InvalidInput
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Thread
+from memorybank.rules import validate as v
 from memorybank.server.deps import Caller, CallerDep, root_memory
 from memorybank.server.errors import ApiError
 from memorybank.stores.contract.types import AppendResult
@@ -53,7 +54,6 @@ __all__ = ["SEPARATOR", "router", "server_tenant"]
 #: Joins a key's tenant and a client's tenant name (never in an id: not printable).
 SEPARATOR = "\x1f"
 _DEFAULT = "default"
-_MAX_ID = 255
 
 _BODY_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -79,7 +79,7 @@ def server_tenant(key_tenant: str, tenant: str) -> str:
     if tenant == _DEFAULT:
         return key_tenant
     joined = key_tenant + SEPARATOR + tenant
-    if len(joined) <= _MAX_ID:
+    if len(joined) <= v.MAX_ID_LENGTH:
         return joined
     import hashlib  # on first use: only for very long names
 
@@ -181,11 +181,6 @@ def router() -> APIRouter:
     return api
 
 
-def _spec_params(spec: _wire.Method) -> set[str]:
-    """The names of a wire method's parameters."""
-    return {p.name for p in spec.params}
-
-
 def _bind_tenant(who: Caller, spec: _wire.Method, kwargs: dict[str, Any]) -> str:
     """Put the call in the caller's tenant space; the client's tenant name, for threads."""
     assert who.tenant is not None  # tenant_caller guarantees it
@@ -194,7 +189,7 @@ def _bind_tenant(who: Caller, spec: _wire.Method, kwargs: dict[str, Any]) -> str
         client: str = thread.tenant_id
         kwargs["thread"] = dataclasses.replace(thread, tenant_id=server_tenant(who.tenant, client))
         return client
-    if "tenant" not in _spec_params(spec):  # events_keep: the store's setting, no tenant's data
+    if all(p.name != "tenant" for p in spec.params):  # events_keep: a store setting
         return ""
     client = str(kwargs["tenant"])
     kwargs["tenant"] = server_tenant(who.tenant, client)

@@ -80,13 +80,7 @@ def router() -> APIRouter:
     ) -> Response:
         """Appends ``messages`` atomically (the thread is created on first use)."""
         thread = await memory.ensure_thread(agent_thread_id(name, who.user_id), agent_id=name)
-        await memory.entries.add_many(
-            thread.id,
-            [m.as_dict() for m in body.messages],
-            idempotency_key=body.idempotency_key,
-            created_at=body.created_at,
-            branch=body.branch,
-        )
+        await memory.entries.add_many(thread.id, **body.arguments())
         return Response(status_code=204)
 
     @api.delete("", status_code=204, summary="Clear an agent's conversation history")

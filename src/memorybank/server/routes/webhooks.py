@@ -10,7 +10,6 @@ from memorybank.server.deps import AdminDep
 from memorybank.server.models import Page
 from memorybank.server.pagination import PageDep
 from memorybank.server.webhook_models import WebhookCreated, WebhookIn, WebhookOut, WebhookPatch
-from memorybank.stores.contract.types import UNSET
 from memorybank.webhooks.registry import Webhooks
 
 __all__ = ["router", "webhooks"]
@@ -52,14 +51,8 @@ def router() -> APIRouter:
     async def update_webhook(
         webhook_id: str, body: WebhookPatch, admin: AdminDep, hooks: HooksDep
     ) -> WebhookOut:
-        sent = body.model_fields_set
-        info = await hooks.update(
-            webhook_id,
-            url=body.url,
-            kinds=body.kinds if "kinds" in sent else UNSET,
-            description=body.description if "description" in sent else UNSET,
-            paused=body.paused,
-        )
+        # A field left out keeps its value: the registry's default (UNSET, or None).
+        info = await hooks.update(webhook_id, **body.model_dump(exclude_unset=True))
         return WebhookOut.model_validate(info)
 
     @api.delete("/webhooks/{webhook_id}", summary="Delete a webhook endpoint")
