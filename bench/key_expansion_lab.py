@@ -43,6 +43,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse
 import copy
 import itertools
+import json
 import re
 import sys
 import time
@@ -329,6 +330,8 @@ def run_lme(args: argparse.Namespace) -> None:
             rows.append(per_system["memorybank"])
             rows_bm25.append(per_system["BM25"])
         results[setting], bm25[setting] = rows, rows_bm25
+        if args.save is not None:
+            args.save.write_text(json.dumps(results))
         added = f"{stats[1] / max(1, stats[2]):.0%} more terms" if stats[0] else "no keys"
         print(f"\n### {setting} ({added}; {time.perf_counter() - start:.0f} s)", flush=True)
         print(_table(questions, rows, rows_bm25))
@@ -435,6 +438,7 @@ def main() -> None:
     parser.add_argument("--wordnet", type=Path, default=None)
     parser.add_argument("--setting", action="append", default=[])
     parser.add_argument("--types", default="")
+    parser.add_argument("--save", type=Path, default=None, help="lme: each setting's scores (JSON)")
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--emb-cache", type=Path, default=None)
     parser.add_argument("--backend", default="onnx-int8")
