@@ -42,6 +42,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import copy
+import importlib
 import itertools
 import json
 import re
@@ -392,7 +393,7 @@ def _table(
 
 # ---------------------------------------------------------------- LoCoMo
 def run_locomo(args: argparse.Namespace) -> None:
-    import bench.locomo_memorybank as lm
+    lm: Any = importlib.import_module("bench.locomo_memorybank")
 
     messages, memory_class, cached_class = lm._messages, lm.Memory, lm.CachedEmbedder
 
@@ -421,7 +422,7 @@ def run_locomo(args: argparse.Namespace) -> None:
             expand: Expander | None = expand,
             stats: list[int] = stats,
         ) -> list[dict[str, Any]]:
-            out = messages(session_turns)
+            out: list[dict[str, Any]] = messages(session_turns)
             for m in out:
                 m["content"] = expanded(m["content"], "user", expand, stats)
             return out
