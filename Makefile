@@ -38,10 +38,14 @@ $(RUN_STAMP): pyproject.toml
 run: $(RUN_STAMP)
 	$(RUN_BIN)/memorybank serve --demo --embedder local
 
+# The suite in TEST_JOBS processes (pytest-xdist), each running whole test files so that
+# module- and class-scoped fixtures are set up once as in one process: most tests wait on a
+# server, so two keep both cores busy. TEST_JOBS=0 runs one plain pytest.
+TEST_JOBS ?= 2
 test: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py --check
 	$(BIN)/python scripts/gen_models.py --check
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile
 
 # The wheel and the sdist in dist/ (memorybank is not on PyPI yet: `pip install
 # dist/memorybank-*.whl` elsewhere), built offline with .venv's hatchling;
