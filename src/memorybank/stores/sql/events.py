@@ -55,7 +55,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memorybank.events.types import Event
+from memorybank.events.types import GRAPH_CHANGED, RECORD_EVENTS, Event
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import from_us
 
@@ -87,11 +87,11 @@ __all__ = [
     "sqlite_user_index",
 ]
 
+#: Record kinds the feed reports, read from the one table of record events.
+TRACKED_KINDS = tuple(dict.fromkeys(kind for kind, _ in RECORD_EVENTS))
 #: Graph record kinds that make a ``graph.changed`` event (entities and relations; the
 #: graph's index records change with them).
-GRAPH_KINDS = ("graph_entity", "graph_out")
-#: Record kinds the feed reports.
-TRACKED_KINDS = ("fact", "fact_version", "document", *GRAPH_KINDS)
+GRAPH_KINDS = tuple(k for k in TRACKED_KINDS if RECORD_EVENTS.get((k, "added")) == GRAPH_CHANGED)
 
 _KINDS_SQL = ", ".join(f"'{k}'" for k in TRACKED_KINDS)
 _GRAPH_SQL = ", ".join(f"'{k}'" for k in GRAPH_KINDS)
