@@ -522,23 +522,11 @@ class MemorybankMemoryService(BaseMemoryService):
         worth = [e for e in events if e.content and e.content.parts]
         messages = [_entry(e, MEMORY_MARK, app_name, session_id) for e in worth]
         memory = self.memory
-        thread = await c.in_thread(memory, lambda m: m.threads.get(thread_id, user_id=user_id))
-        if thread is None:
-            try:
-                await c.in_thread(
-                    memory,
-                    lambda m: m.threads.create(
-                        thread_id=thread_id, user_id=user_id, metadata=metadata
-                    ),
-                )
-            except Conflict:  # created concurrently: the owner check of the append decides
-                pass
-            known: set[str] = set()
-        else:
-            entries = await c.in_thread(
-                memory, lambda m: m.entries.list(thread_id, user_id=user_id)
-            )
-            known = {str(_payload(e).get("id")) for e in cast("list[Entry]", entries)}
+        await c.in_thread(
+            memory, lambda m: m.ensure_thread(thread_id, user_id=user_id, metadata=metadata)
+        )
+        entries = await c.in_thread(memory, lambda m: m.entries.list(thread_id, user_id=user_id))
+        known = {str(_payload(e).get("id")) for e in cast("list[Entry]", entries)}
         new: list[dict[str, Any]] = []
         for event, message in zip(worth, messages, strict=True):
             if event.id not in known:  # an event given twice is added once

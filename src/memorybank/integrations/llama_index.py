@@ -40,7 +40,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput
+from memorybank.errors import ConfigurationError, InvalidInput
 from memorybank.integrations import _common as c
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
@@ -162,11 +162,7 @@ class MemorybankChatStore(BaseChatStore):
 
     @staticmethod
     async def _thread(memory: c.Handle, key: str) -> str:
-        if await c.settled(memory.threads.get(key)) is None:
-            try:
-                await c.settled(memory.threads.create(thread_id=key, metadata=THREAD_MARK))
-            except Conflict:  # created concurrently: the owner check below decides
-                await c.settled(memory.threads.require(key))
+        await c.settled(memory.ensure_thread(key, metadata=THREAD_MARK))
         return key
 
     async def _set_messages(self, memory: c.Handle, key: str, messages: list[ChatMessage]) -> None:

@@ -122,23 +122,16 @@ class AsyncSessionManager(values.SessionManager):
         sid = session_id(
             channel_type=channel_type, channel_id=channel_id, agent_id=agent_id, user_id=user_id
         )
-        thread = await self._memory.threads.get(sid, user_id=user_id)
-        if thread is None:
-            meta = {
-                "_session": True,
-                "user_id": user_id,
-                "channel_type": channel_type,
-                "channel_id": channel_id,
-                "status": "active",
-            }
-            try:
-                thread = await self._memory.threads.create(
-                    thread_id=sid, user_id=user_id, agent_id=agent_id, metadata=meta
-                )
-            except Conflict:  # created concurrently
-                thread = await self._memory.threads.get(sid, user_id=user_id)
-                if thread is None:
-                    raise
+        meta = {
+            "_session": True,
+            "user_id": user_id,
+            "channel_type": channel_type,
+            "channel_id": channel_id,
+            "status": "active",
+        }
+        thread = await self._memory.ensure_thread(
+            sid, user_id=user_id, agent_id=agent_id, metadata=meta
+        )
         if not _is_session(thread):
             raise Conflict(f"thread {sid!r} exists and is not a session")
         if thread.metadata.get("status") == "archived":

@@ -123,23 +123,16 @@ class SessionManager(values.SessionManager):
         sid = session_id(
             channel_type=channel_type, channel_id=channel_id, agent_id=agent_id, user_id=user_id
         )
-        thread = self._memory.threads.get(sid, user_id=user_id)
-        if thread is None:
-            meta = {
-                "_session": True,
-                "user_id": user_id,
-                "channel_type": channel_type,
-                "channel_id": channel_id,
-                "status": "active",
-            }
-            try:
-                thread = self._memory.threads.create(
-                    thread_id=sid, user_id=user_id, agent_id=agent_id, metadata=meta
-                )
-            except Conflict:  # created concurrently
-                thread = self._memory.threads.get(sid, user_id=user_id)
-                if thread is None:
-                    raise
+        meta = {
+            "_session": True,
+            "user_id": user_id,
+            "channel_type": channel_type,
+            "channel_id": channel_id,
+            "status": "active",
+        }
+        thread = self._memory.ensure_thread(
+            sid, user_id=user_id, agent_id=agent_id, metadata=meta
+        )
         if not _is_session(thread):
             raise Conflict(f"thread {sid!r} exists and is not a session")
         if thread.metadata.get("status") == "archived":

@@ -11,7 +11,7 @@ wherever a handle is passed).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from memorybank.core._async.core import MessageLike, _Core
@@ -73,6 +73,7 @@ class AsyncMemoryHandle(Protocol):
         *,
         user_id: str | Unset | None = ...,
         agent_id: str | Unset | None = ...,
+        metadata: dict[str, Any] | None = ...,
     ) -> Thread: ...
 
     async def _context_principal(

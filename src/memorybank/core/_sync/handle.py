@@ -12,7 +12,7 @@ wherever a handle is passed).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from memorybank.core._sync.core import MessageLike, _Core
@@ -74,6 +74,7 @@ class MemoryHandle(Protocol):
         *,
         user_id: str | Unset | None = ...,
         agent_id: str | Unset | None = ...,
+        metadata: dict[str, Any] | None = ...,
     ) -> Thread: ...
 
     def _context_principal(

@@ -28,7 +28,7 @@ from memorybank.core._async.embed import EMBED_BATCH, embed_pending
 from memorybank.core._async.facts import AsyncFacts
 from memorybank.core._async.threads import AsyncThreads
 from memorybank.core._async.usage import AsyncUsage, flush_usage, note_hits
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput
 from memorybank.memory._async.branches import AsyncBranches
 from memorybank.memory._async.documents import AsyncDocuments
 from memorybank.memory._async.entries import AsyncEntries
@@ -45,7 +45,7 @@ from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rerank.base import Reranker
 from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.rules import validate as v
-from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
+from memorybank.rules.scope import ROOT, Scope, check_owner_id
 from memorybank.runtime.log import logger
 from memorybank.stores._async.open import open_store
 from memorybank.stores.contract._async.leases import DEFAULT_LEASE, check_lease
@@ -530,33 +530,29 @@ class AsyncMemory:
         *,
         user_id: str | Unset | None = UNSET,
         agent_id: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | None = None,
     ) -> Thread:
-        """The thread, created (owned by ``user_id``) when absent.
+        """The thread, created (owned by ``user_id``, with ``metadata``) when absent.
 
         Fails closed: an existing thread whose owner is not ``user_id`` raises
         ``ThreadForbidden`` (also for an unowned thread and a named user, and
-        the other way round). On a ``scoped`` handle ``user_id`` defaults to its
-        user; on the root handle leaving it out is the trusted form (no check,
-        an absent thread is created without owner).
+        the other way round), also when another writer created it meanwhile. On
+        a ``scoped`` handle ``user_id`` defaults to its user; on the root handle
+        leaving it out is the trusted form (no check, an absent thread is created
+        without owner). An existing thread is returned as it is.
         """
-        user_id = self._scope.user(user_id)
         if thread_id is not None:
-            thread = await self.threads.get(thread_id)
+            thread = await self.threads.get(thread_id, user_id=user_id)
             if thread is not None:
-                check_owner(thread, user_id)
                 return thread
         try:
             return await self.threads.create(
-                thread_id=thread_id, user_id=user_id, agent_id=agent_id
+                thread_id=thread_id, user_id=user_id, agent_id=agent_id, metadata=metadata
             )
         except Conflict:
             if thread_id is None:
                 raise
-        thread = await self.threads.get(thread_id)  # created concurrently
-        if thread is None:
-            raise NotFound(f"thread {thread_id!r} not found")
-        check_owner(thread, user_id)
-        return thread
+        return await self.threads.require(thread_id, user_id=user_id)  # created concurrently
 
     async def remember(
         self,

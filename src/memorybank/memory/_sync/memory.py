@@ -29,7 +29,7 @@ from memorybank.core._sync.embed import EMBED_BATCH, embed_pending
 from memorybank.core._sync.facts import Facts
 from memorybank.core._sync.threads import Threads
 from memorybank.core._sync.usage import Usage, flush_usage, note_hits
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput
 from memorybank.memory._sync.branches import Branches
 from memorybank.memory._sync.documents import Documents
 from memorybank.memory._sync.entries import Entries
@@ -46,7 +46,7 @@ from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rerank.base import Reranker
 from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.rules import validate as v
-from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
+from memorybank.rules.scope import ROOT, Scope, check_owner_id
 from memorybank.runtime.log import logger
 from memorybank.stores._sync.open import open_store
 from memorybank.stores.contract._sync.leases import DEFAULT_LEASE, check_lease
@@ -531,33 +531,29 @@ class Memory:
         *,
         user_id: str | Unset | None = UNSET,
         agent_id: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | None = None,
     ) -> Thread:
-        """The thread, created (owned by ``user_id``) when absent.
+        """The thread, created (owned by ``user_id``, with ``metadata``) when absent.
 
         Fails closed: an existing thread whose owner is not ``user_id`` raises
         ``ThreadForbidden`` (also for an unowned thread and a named user, and
-        the other way round). On a ``scoped`` handle ``user_id`` defaults to its
-        user; on the root handle leaving it out is the trusted form (no check,
-        an absent thread is created without owner).
+        the other way round), also when another writer created it meanwhile. On
+        a ``scoped`` handle ``user_id`` defaults to its user; on the root handle
+        leaving it out is the trusted form (no check, an absent thread is created
+        without owner). An existing thread is returned as it is.
         """
-        user_id = self._scope.user(user_id)
         if thread_id is not None:
-            thread = self.threads.get(thread_id)
+            thread = self.threads.get(thread_id, user_id=user_id)
             if thread is not None:
-                check_owner(thread, user_id)
                 return thread
         try:
             return self.threads.create(
-                thread_id=thread_id, user_id=user_id, agent_id=agent_id
+                thread_id=thread_id, user_id=user_id, agent_id=agent_id, metadata=metadata
             )
         except Conflict:
             if thread_id is None:
                 raise
-        thread = self.threads.get(thread_id)  # created concurrently
-        if thread is None:
-            raise NotFound(f"thread {thread_id!r} not found")
-        check_owner(thread, user_id)
-        return thread
+        return self.threads.require(thread_id, user_id=user_id)  # created concurrently
 
     def remember(
         self,
