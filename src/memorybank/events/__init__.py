@@ -1,42 +1,8 @@
 """The change feed: every change to a tenant's memory as an ordered list of ``Event``.
 
-See ``memorybank.events.types`` and docs/events.md.
+See ``memorybank.events.types`` and docs/events.md. Its names are the types module's
+(``memorybank.events.types.__all__``).
 """
 
-from memorybank.events.types import (
-    DOCUMENT_ADDED,
-    DOCUMENT_DELETED,
-    ENTRY_ADDED,
-    ENTRY_DELETED,
-    ENTRY_UPDATED,
-    EVENT_KINDS,
-    FACT_ADDED,
-    FACT_DELETED,
-    FACT_SUPERSEDED,
-    GRAPH_CHANGED,
-    THREAD_CREATED,
-    THREAD_DELETED,
-    THREAD_UPDATED,
-    USER_FORGOTTEN,
-    CursorExpired,
-    Event,
-)
-
-__all__ = [
-    "DOCUMENT_ADDED",
-    "DOCUMENT_DELETED",
-    "ENTRY_ADDED",
-    "ENTRY_DELETED",
-    "ENTRY_UPDATED",
-    "EVENT_KINDS",
-    "FACT_ADDED",
-    "FACT_DELETED",
-    "FACT_SUPERSEDED",
-    "GRAPH_CHANGED",
-    "THREAD_CREATED",
-    "THREAD_DELETED",
-    "THREAD_UPDATED",
-    "USER_FORGOTTEN",
-    "CursorExpired",
-    "Event",
-]
+from memorybank.events.types import *  # noqa: F403
+from memorybank.events.types import __all__ as __all__
