@@ -140,7 +140,7 @@ def prepare_demo(
         }
         if fresh != data:
             now = datetime.now(UTC)
-            record = system_record(DEMO_KIND, DEMO_RECORD, fresh, now)
-            record.created_at = saved.created_at if saved is not None else now
+            first = None if saved is None else saved.created_at
+            record = system_record(DEMO_KIND, DEMO_RECORD, fresh, now, created_at=first)
             memory.store.record_put(RESERVED_TENANT, [record])
     return DemoState(admin_key=admin, demo_key=key, thread_id=thread_id, reused=reused)

@@ -51,10 +51,17 @@ def retry_conflicts(step: Step[T], what: str) -> T:
 
 
 def system_record(
-    kind: str, record_id: str, data: dict[str, Any], now: datetime, *, key: str | None = None
+    kind: str,
+    record_id: str,
+    data: dict[str, Any],
+    now: datetime,
+    *,
+    key: str | None = None,
+    created_at: datetime | None = None,
 ) -> Record:
-    """A new record of the library's own (API keys, webhooks, jobs): no owner, no content."""
-    return Record(kind, record_id, None, None, "", data, now, now, key=key)
+    """A new record of the library's own (API keys, webhooks, jobs): no owner, no content;
+    created ``now`` unless ``created_at`` (a record written anew keeps its first time)."""
+    return Record(kind, record_id, None, None, "", data, created_at or now, now, key=key)
 
 
 def put_new(store: Store, tenant: str, record: Record) -> None:
