@@ -141,8 +141,7 @@ def _keep_or_refuse(
 ) -> int:
     """How many leading messages ``stored`` and ``given`` share; ``HistoryDiverged`` when
     that is not all of ``stored`` and the caller did not ask for a replace."""
-    if not isinstance(replace, bool):
-        raise InvalidInput("replace must be true or false", field="replace")
+    v.check_bool(replace, "replace")
     shared = _shared(stored, given)
     if shared < len(stored) and not replace:
         raise HistoryDiverged(

@@ -188,8 +188,7 @@ class Consolidation(Namespace):
                 field="user_id",
             )
         agent = self._scope.agent(agent_id)
-        if not isinstance(dry_run, bool):
-            raise InvalidInput("dry_run must be a bool", field="dry_run")
+        v.check_bool(dry_run, "dry_run")
         if not dry_run:  # first complete what an interrupted run of this owner left
             self._resume(self._core.store.record_list(self._tenant, RUN, user_id=user))
         now = self._core.now()

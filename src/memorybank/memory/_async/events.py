@@ -26,6 +26,7 @@ from memorybank.events.types import (
     cursor_number,
 )
 from memorybank.records import Thread
+from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Visibility
 from memorybank.runtime.concurrency import asleep
 from memorybank.stores.contract.capabilities import Capability
@@ -84,8 +85,7 @@ class AsyncEvents(Namespace):
             raise InvalidInput(f"limit must be an integer in 1..{MAX_EVENTS}", field="limit")
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= MAX_WAIT:
             raise InvalidInput(f"wait must be a number of seconds in 0..{MAX_WAIT:g}", field="wait")
-        if not isinstance(content, bool):
-            raise InvalidInput("content must be a bool", field="content")
+        v.check_bool(content, "content")
         user, agent = self._principal()
         deadline = time.monotonic() + wait
         pause = _POLL_FIRST

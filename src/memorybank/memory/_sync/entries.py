@@ -319,8 +319,7 @@ class Entries(Namespace):
         max_tokens = v.check_limit(max_tokens, "max_tokens")
         if order not in ("asc", "desc"):
             raise InvalidInput("order must be 'asc' or 'desc'", field="order")
-        if not isinstance(include_tool_calls, bool):
-            raise InvalidInput("include_tool_calls must be a bool", field="include_tool_calls")
+        v.check_bool(include_tool_calls, "include_tool_calls")
         before = None if before is None else v.check_time(before, "before")
         after = None if after is None else v.check_time(after, "after")
         store = self._core.store

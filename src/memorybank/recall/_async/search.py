@@ -178,8 +178,7 @@ async def run_search(
     if mode not in _MODES:
         raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
     store_kinds = _check_kinds(kinds)
-    if not isinstance(include_history, bool):
-        raise InvalidInput("include_history must be true or false", field="include_history")
+    v.check_bool(include_history, "include_history")
     if include_history and FACT not in store_kinds:
         raise InvalidInput(
             "include_history applies to facts: add 'facts' to kinds", field="include_history"
