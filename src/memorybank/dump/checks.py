@@ -34,7 +34,6 @@ from memorybank.graph._async.checks import (
     _label,
     _labels,
     _texts,
-    _unit,
     _weight,
 )
 from memorybank.records import ROLES, Branch, Entry, Summary, Thread
@@ -280,7 +279,7 @@ _RELATION: dict[str, tuple[_Check, bool]] = {
     "weight": (_opt(_weight), False),
     "bidirectional": (_opt(v.check_bool), False),
     "properties": (_opt(_json), False),
-    "confidence": (_opt(_unit), False),
+    "confidence": (_opt(v.check_unit), False),
     "source": (_opt(_source), False),
     "provenance": (_ids, False),
     "valid_at": (_opt(_iso), False),
@@ -305,7 +304,7 @@ _KINDS: dict[str, _Kind] = {
             "aliases": (_labels, False),
             "observations": (_observations, False),
             "properties": (_opt(_json), False),
-            "confidence": (_opt(_unit), False),
+            "confidence": (_opt(v.check_unit), False),
             "source": (_opt(_source), False),
             "obs_provenance": (_opt(_provenance), False),
         },

@@ -52,6 +52,7 @@ __all__ = [
     "check_tenant",
     "check_text",
     "check_time",
+    "check_unit",
     "check_vector",
     "dump_json",
     "schema_problems",
@@ -215,6 +216,16 @@ def check_limit(value: object, field: str, *, allow_none: bool = True) -> int | 
     if not 0 <= value <= MAX_COUNT:
         raise InvalidInput(f"{field} must be from 0 to {MAX_COUNT}, got {value}", field=field)
     return int(value)
+
+
+def check_unit(value: object, field: str) -> float:
+    """A number from 0 to 1 (a confidence), compared as given: a huge int never reaches
+    ``float()``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{field} must be a number", field=field)
+    if not 0 <= value <= 1:
+        raise InvalidInput(f"{field} must be between 0 and 1", field=field)
+    return float(value)
 
 
 def check_time(value: object, field: str) -> datetime:

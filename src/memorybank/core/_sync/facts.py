@@ -153,13 +153,7 @@ def fact_rank(fact: Fact) -> tuple[float, float]:
 
 
 def _check_confidence(value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput("confidence must be a number", field="confidence")
-    if not 0 <= value <= 1:  # compared as given: a huge int must not reach float()
-        raise InvalidInput("confidence must be between 0 and 1", field="confidence")
-    return float(value)
+    return None if value is None else v.check_unit(value, "confidence")
 
 
 def _check_text(value: object, field: str, *, max_chars: int) -> str:

@@ -52,14 +52,6 @@ def _ids(value: object, field: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.check_id(item, field) for item in value))
 
 
-def _unit(value: object, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(f"{field} must be a number", field=field)
-    if not 0 <= value <= 1:
-        raise InvalidInput(f"{field} must be between 0 and 1", field=field)
-    return float(value)
-
-
 def _weight(value: object, field: str = "weight") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput(f"{field} must be a number", field=field)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from memorybank.core._sync.core import Namespace
 from memorybank.errors import NotFound
-from memorybank.graph._sync.checks import _optional_number, _optional_time, _types, _unit
+from memorybank.graph._sync.checks import _optional_number, _optional_time, _types
 from memorybank.graph._sync.records import ENTITY, IN, OUT, _entity, _relation
 from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES, Direction, Entity, Relation
 from memorybank.rules import validate as v
@@ -138,7 +138,7 @@ class GraphCore(Namespace):
             min_weight=_optional_number(min_weight, "min_weight"),
             min_confidence=None
             if min_confidence is None
-            else _unit(min_confidence, "min_confidence"),
+            else v.check_unit(min_confidence, "min_confidence"),
             include_inferred=v.check_bool(include_inferred, "include_inferred"),
         )
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from memorybank.core._sync.cas import retry_conflicts
 from memorybank.errors import Conflict, InvalidInput
-from memorybank.graph._sync.checks import _ids, _label, _labels, _source, _texts, _unit
+from memorybank.graph._sync.checks import _ids, _label, _labels, _source, _texts
 from memorybank.graph._sync.records import (
     ENTITY,
     IDENT,
@@ -111,7 +111,7 @@ class EntityVerbs(RelationVerbs):
         new_aliases = _labels(aliases, "aliases")
         new_obs = _texts(observations, "observations", self._core.max_content_chars)
         props = v.check_json_object(properties, "properties")
-        conf = _unit(confidence, "confidence")
+        conf = v.check_unit(confidence, "confidence")
         src = _source(source)
         entries = _ids(provenance, "provenance")
         store = self._core.store
@@ -218,7 +218,7 @@ class EntityVerbs(RelationVerbs):
         props = (
             None if isinstance(properties, Unset) else v.check_json_object(properties, "properties")
         )
-        conf = None if isinstance(confidence, Unset) else _unit(confidence, "confidence")
+        conf = None if isinstance(confidence, Unset) else v.check_unit(confidence, "confidence")
 
         def step() -> tuple[Entity, Entity, VectorItem | None]:
             record = self._entity_record(entity_id, seen)

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from memorybank.core._sync.embed import embed_texts
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.graph._sync.checks import _label, _types, _unit
+from memorybank.graph._sync.checks import _label, _types
 from memorybank.graph._sync.core import _PAGE, GraphCore
 from memorybank.graph._sync.records import ENTITY, NAME, _entity, normalise
 from memorybank.graph.model import Entity
@@ -42,7 +42,7 @@ class LookupVerbs(GraphCore):
         seen = self._seen(user_id, agent_id)
         wanted = None if name is None else normalise(_label(name, "name"))
         kinds = _types(types)
-        floor = None if min_confidence is None else _unit(min_confidence, "min_confidence")
+        floor = None if min_confidence is None else v.check_unit(min_confidence, "min_confidence")
         count = v.check_limit(limit, "limit", allow_none=False) or 0
         after: tuple[datetime, str] | None = None
         if cursor is not None:

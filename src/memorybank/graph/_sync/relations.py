@@ -17,7 +17,6 @@ from memorybank.graph._sync.checks import (
     _optional_label,
     _optional_time,
     _source,
-    _unit,
     _weight,
 )
 from memorybank.graph._sync.core import GraphCore
@@ -99,7 +98,7 @@ class RelationVerbs(GraphCore):
             raise InvalidInput("invalid_at must be after valid_at", field="invalid_at")
         rel_weight = _weight(weight)
         both = v.check_bool(bidirectional, "bidirectional")
-        conf = _unit(confidence, "confidence")
+        conf = v.check_unit(confidence, "confidence")
         entries = _ids(provenance, "provenance")
         text = _optional_label(label, "label")
         props = v.check_json_object(properties, "properties")
@@ -270,7 +269,7 @@ class RelationVerbs(GraphCore):
         if not isinstance(properties, Unset):
             changes["properties"] = v.check_json_object(properties, "properties")
         if not isinstance(confidence, Unset):
-            changes["confidence"] = _unit(confidence, "confidence")
+            changes["confidence"] = v.check_unit(confidence, "confidence")
         if not isinstance(valid_at, Unset):
             changes["valid_at"] = _optional_time(valid_at, "valid_at")
         if not isinstance(bidirectional, Unset):
