@@ -509,7 +509,6 @@ class MemorybankMemoryService(BaseMemoryService):
             raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
         self.mode: SearchMode = mode
         checked = v.check_limit(k, "k", allow_none=False)
-        assert checked is not None
         if checked < 1:
             raise InvalidInput("k must be at least 1", field="k")
         self.k = checked

@@ -199,9 +199,7 @@ class MemorybankMemory(AutogenMemory):
     ) -> None:
         self.memory = c.check_handle(memory)
         self.name = v.check_id(name, "name")
-        checked = v.check_limit(k, "k", allow_none=False)
-        assert checked is not None
-        self.k = checked
+        self.k = v.check_limit(k, "k", allow_none=False)
         if mode not in ("hybrid", "semantic", "keyword"):
             raise ConfigurationError(f"mode must be hybrid, semantic or keyword, got {mode!r}")
         self.mode = mode
@@ -227,7 +225,6 @@ class MemorybankMemory(AutogenMemory):
         """
         text = _query_text(query)
         k = v.check_limit(kwargs.get("k", self.k), "k", allow_none=False)
-        assert k is not None
         wanted = {MARK: self.name}
         if k == 0:
             return MemoryQueryResult(results=[])

@@ -303,7 +303,6 @@ class MemorybankHistory:
         request and is not part of the history.
         """
         budget = v.check_limit(max_tokens, "max_tokens", allow_none=False)
-        assert budget is not None
         tokenizer = self.memory._core.tokenizer
 
         def trim(messages: list[ModelMessage]) -> list[ModelMessage]:

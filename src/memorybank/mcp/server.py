@@ -298,7 +298,6 @@ def _read_offset(cursor: str | None) -> int:
 
 def _bounded(value: int, field: str, maximum: int) -> int:
     checked = v.check_limit(value, field, allow_none=False)
-    assert checked is not None
     if not 1 <= checked <= maximum:
         raise InvalidInput(f"{field} must be from 1 to {maximum}", field=field)
     return checked

@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from numbers import Real
-from typing import Any, cast
+from typing import Any, Literal, cast, overload
 
 from memorybank.errors import InvalidInput
 from memorybank.records import ROLES, Message, Role, ToolCall
@@ -207,6 +207,10 @@ def check_bool(value: object, field: str) -> bool:
     return value
 
 
+@overload
+def check_limit(value: object, field: str, *, allow_none: Literal[False]) -> int: ...
+@overload
+def check_limit(value: object, field: str, *, allow_none: bool = True) -> int | None: ...
 def check_limit(value: object, field: str, *, allow_none: bool = True) -> int | None:
     """An int from 0 to ``MAX_COUNT`` (``bool`` is not an int here)."""
     if value is None and allow_none:

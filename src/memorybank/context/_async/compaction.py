@@ -88,9 +88,7 @@ class AsyncCompactionService(values.CompactionService):
         self._memory = memory
         self._summarize = summarize
         self.pre_rot_threshold = v.check_limit(pre_rot_threshold, "pre_rot_threshold")
-        keep = v.check_limit(recent_to_keep, "recent_to_keep", allow_none=False)
-        assert keep is not None
-        self.recent_to_keep: int = keep
+        self.recent_to_keep = v.check_limit(recent_to_keep, "recent_to_keep", allow_none=False)
 
     async def compact(
         self,
@@ -120,7 +118,6 @@ class AsyncCompactionService(values.CompactionService):
         threshold_ = v.check_limit(threshold, "threshold", allow_none=False)
         keep = v.check_limit(keep_recent, "keep_recent", allow_none=False)
         messages = v.check_limit(message_threshold, "message_threshold")
-        assert threshold_ is not None and keep is not None
         options = SummarizeOptions(model=summary_model, prompt=summary_prompt)
         await self._memory.threads.require(thread_id, user_id=user_id)
         async with _thread_lock(self._memory, thread_id):

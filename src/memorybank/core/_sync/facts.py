@@ -466,7 +466,7 @@ class Facts(Namespace):
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string", field="query")
         v.check_text(query, "query")
-        limit = v.check_limit(k, "k", allow_none=False) or 0
+        limit = v.check_limit(k, "k", allow_none=False)
         seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
         store = self._core.store
         embedder = self._core.embedder

@@ -100,7 +100,7 @@ def _types(value: object, field: str = "types") -> frozenset[str] | None:
 
 
 def _depth(value: object, field: str) -> int:
-    depth = v.check_limit(value, field, allow_none=False) or 0
+    depth = v.check_limit(value, field, allow_none=False)
     if depth > 64:
         raise InvalidInput(f"{field} must be at most 64", field=field)
     return depth

@@ -42,7 +42,7 @@ class LookupVerbs(GraphCore):
         wanted = None if name is None else normalise(_label(name, "name"))
         kinds = _types(types)
         floor = None if min_confidence is None else v.check_unit(min_confidence, "min_confidence")
-        count = v.check_limit(limit, "limit", allow_none=False) or 0
+        count = v.check_limit(limit, "limit", allow_none=False)
         after: tuple[datetime, str] | None = None
         if cursor is not None:
             cursor = v.check_id(cursor, "cursor")
@@ -109,7 +109,7 @@ class LookupVerbs(GraphCore):
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string", field="query")
         v.check_text(query, "query", max_chars=v.MAX_LABEL_CHARS * 10)
-        count = v.check_limit(k, "k", allow_none=False) or 0
+        count = v.check_limit(k, "k", allow_none=False)
         kinds = _types(types)
         seen = self._seen(user_id, agent_id)
         if count == 0:

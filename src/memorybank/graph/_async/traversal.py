@@ -263,8 +263,8 @@ class TraversalVerbs(GraphCore):
         ids = _ids([start_ids] if isinstance(start_ids, str) else start_ids, "start_ids")
         seen = self._seen(user_id, agent_id)
         hops = _depth(max_depth, "max_depth")
-        nodes = v.check_limit(max_nodes, "max_nodes", allow_none=False) or 0
-        edges = v.check_limit(max_edges, "max_edges", allow_none=False) or 0
+        nodes = v.check_limit(max_nodes, "max_nodes", allow_none=False)
+        edges = v.check_limit(max_edges, "max_edges", allow_none=False)
         way = _direction(direction)
         wanted = _types(entity_types, "entity_types")
         flt = self._filter(

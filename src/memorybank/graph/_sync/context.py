@@ -102,7 +102,7 @@ class ContextVerbs(TraversalVerbs, LookupVerbs):
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", field="query")
         v.check_text(query, "query")
-        budget = v.check_limit(max_tokens, "max_tokens", allow_none=False) or 0
+        budget = v.check_limit(max_tokens, "max_tokens", allow_none=False)
         if options is not None and graph_options:
             raise InvalidInput(
                 "give graph options either as options= or as keywords, not both",

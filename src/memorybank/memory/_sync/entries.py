@@ -315,7 +315,6 @@ class Entries(Namespace):
         thread_id = v.check_id(thread_id, "thread_id")
         limit = v.check_limit(limit, "limit")
         offset_ = v.check_limit(offset, "offset", allow_none=False)
-        assert offset_ is not None
         max_tokens = v.check_limit(max_tokens, "max_tokens")
         if order not in ("asc", "desc"):
             raise InvalidInput("order must be 'asc' or 'desc'", field="order")

@@ -174,7 +174,6 @@ async def run_search(
     """The implementation of ``memory.search`` (see the module docstring)."""
     v.check_text(query, "query")
     limit = v.check_limit(k, "k", allow_none=False)
-    assert limit is not None
     if mode not in _MODES:
         raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
     store_kinds = _check_kinds(kinds)

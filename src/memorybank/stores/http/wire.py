@@ -164,9 +164,7 @@ def _decode_int(raw: Any, field: str) -> int:
 
 
 def _decode_count(raw: Any, field: str) -> int:
-    count = v.check_limit(raw, field, allow_none=False)
-    assert count is not None
-    return count
+    return v.check_limit(raw, field, allow_none=False)
 
 
 def _decode_bool(raw: Any, field: str) -> bool:
