@@ -335,6 +335,14 @@ def timers(store_class: type) -> Iterator[None]:
     ]
     for (owner, name, value), (_, _, group) in zip(saved, targets, strict=True):
         setattr(owner, name, _timed(value, group))
+    timed_candidates = async_search._candidates
+
+    def candidates(*args: Any) -> list[Candidate]:
+        out: list[Candidate] = timed_candidates(*args)
+        _CALLS["(candidates ranked)"] += len(out)
+        return out
+
+    async_search._candidates = candidates  # type: ignore[assignment]
     original_offload = async_search.aoffload  # type: ignore[attr-defined]
 
     def offload(fn: Callable[[], Any]) -> Any:
@@ -410,7 +418,8 @@ async def _cpu(args: argparse.Namespace, attribute: bool) -> None:
 
 
 def _report_groups(name: str, cpu: float, n: int) -> None:
-    print(f"\n{name}: CPU {cpu:.2f} ms/search with timers ({_load()})")
+    ranked = _CALLS.pop("(candidates ranked)", 0) / n
+    print(f"\n{name}: CPU {cpu:.2f} ms/search with timers, {ranked:.0f} candidates ({_load()})")
     print("| group | ms/search | share | calls/search |")
     print("|---|---|---|---|")
     total = 0.0
