@@ -23,10 +23,13 @@ and the sync search modules. Nothing under ``src/`` changes.
   callees, per thread) on the ranking's steps and the store's reads; each group's ms per
   search and share of the timed run's process CPU (the rest: the event loop, the search
   path's own Python, usage writes).
-* ``lme``: LongMemEval_S dev without the embedder, ``bench_longmemeval``'s ingestion and
-  metrics; each question is written once and searched with every configuration.
-* ``locomo``: LoCoMo dev at user scope without the embedder (``locomo_memorybank``'s
-  ingestion and the shared harness), every configuration on the same store; with
+* ``lme``: LongMemEval_S dev without the embedder (with ``--emb-cache PATH [--backend B]``:
+  with it, the vectors read from the bench's cache, which this never writes),
+  ``bench_longmemeval``'s ingestion and metrics; each question is written once and
+  searched with every configuration.
+* ``locomo``: LoCoMo dev at user scope without the embedder (or ``--emb-cache``, as for
+  ``lme``; ``locomo_memorybank``'s ingestion and the shared harness), every configuration
+  on the same store; with
   ``--fallback-k 33`` (default) each search asks for ``k <= 33`` (a ``k = 10`` search's
   candidates), 0: the harness's k (every turn a candidate).
 """
@@ -158,6 +161,9 @@ class Config:
 
 CONFIGS: dict[str, Config] = {
     "default": Config(),
+    # every signal, fewer candidates asked of each index (the neighbours still read)
+    "default-cap50": Config(None, {"HYBRID_CANDIDATES": 50}, cap=50),
+    "default-cap30": Config(None, {"HYBRID_CANDIDATES": 30}, cap=30),
     # every weight but keyword/semantic 0, through the library's own ranker and path
     "lean-options": Config(_LEAN),
     # the same scores on a lean path: no neighbour windows read, LeanRanker
@@ -480,13 +486,24 @@ def run_lme(args: argparse.Namespace) -> None:
         raise SystemExit(f"LongMemEval data not found at {path}")
     types = [t.strip() for t in args.types.split(",") if t.strip()]
     questions = lme.load(path, args.per_type, types)
+    embedder: Any = None
+    if args.emb_cache is not None:
+        from memorybank.embeddings import LocalEmbedder
+
+        embedder = lme.CachedEmbedder(LocalEmbedder(backend=args.backend), args.emb_cache)
+        missing = embedder.missing([t for q in questions for t in lme._texts(q)])
+        if missing:  # this lab embeds nothing but (uncached) questions, and writes no cache
+            raise SystemExit(f"{len(missing)} texts are not in {args.emb_cache}")
     _EveryConfig.run = names
     lme.Memory = _EveryConfig  # type: ignore[attr-defined, assignment]
-    print(f"{len(questions)} questions, no embedder, {len(names)} configurations, {_load()}")
+    print(
+        f"{len(questions)} questions, {'embedder ' + args.backend if embedder else 'no embedder'},"
+        f" {len(names)} configurations, {_load()}"
+    )
     rows: dict[str, list[tuple[str, dict[str, float]]]] = {n: [] for n in names}
     start = time.perf_counter()
     for q in questions:
-        lme.evaluate_question(q, None)
+        lme.evaluate_question(q, embedder)
         gold_sessions = set(q["answer_session_ids"])
         gold_turns = {
             (sid, j)
@@ -540,12 +557,22 @@ def run_locomo(args: argparse.Namespace) -> None:
     spec.loader.exec_module(harness)
     data = found[0].parent.parent / "data" / "locomo" / "locomo_dev.json"
     conversations = harness.load_locomo(str(data))
-    memory = Memory("sqlite://")  # no embedder: words and structure alone
+    embedder: Any = None  # none: words and structure alone
+    if args.emb_cache is not None:
+        from memorybank.embeddings import LocalEmbedder
+
+        embedder = lm.CachedEmbedder(LocalEmbedder(backend=args.backend), args.emb_cache)
+        if not embedder.vectors:
+            raise SystemExit(f"no vectors of {args.backend} in {args.emb_cache}")
+    memory = Memory("sqlite://", embedder=embedder)
     cap_store(memory.store)
     lm._memory = memory
     lm.fallback_k = args.fallback_k or None
     lm.ingest_users([c["turns"] for c in conversations])
-    print(f"LoCoMo dev, user scope, no embedder, k <= {args.fallback_k or 'every turn'}, {_load()}")
+    print(
+        f"LoCoMo dev, user scope, {'embedder ' + args.backend if embedder else 'no embedder'},"
+        f" k <= {args.fallback_k or 'every turn'}, {_load()}"
+    )
     ks, budgets = (5, 10, 20), (1024,)
     print(
         "| configuration | recall@10 | within 1,024 tokens | single-hop | multi-hop | temporal"
@@ -584,6 +611,13 @@ def main() -> None:
     parser.add_argument("--types", default="")
     parser.add_argument("--per-type", type=int, default=0)
     parser.add_argument("--fallback-k", type=int, default=33)
+    parser.add_argument(
+        "--emb-cache",
+        type=Path,
+        default=None,
+        help="lme/locomo: the bench's embedding cache (read only; default: no embedder)",
+    )
+    parser.add_argument("--backend", default="onnx-int8", help="the cache's LocalEmbedder backend")
     args = parser.parse_args()
     if args.what in ("cpu", "attribute"):
         if not Path(args.path).exists():
