@@ -196,6 +196,16 @@ CONFIGS: dict[str, Config] = {
     ),
     "lean+session": Config(_LEAN.with_weights(session=0.8), _NO_WINDOWS),
     "lean+feedback": Config(_LEAN.with_weights(feedback=0.4), _NO_WINDOWS),
+    "no-feedback-cap30": Config(_D.with_weights(feedback=0.0), {"HYBRID_CANDIDATES": 30}, cap=30),
+    # candidates of 30 per index, no neighbour windows read, the cheap signals kept
+    "no-feedback-no-windows-cap30": Config(
+        _D.with_weights(feedback=0.0), {**_NO_WINDOWS, "HYBRID_CANDIDATES": 30}, cap=30
+    ),
+    "lean+text-signals-cap30": Config(
+        _LEAN.with_weights(speaker=0.3, date=1.0, time_word=0.3, role=1.0),
+        {**_NO_WINDOWS, "HYBRID_CANDIDATES": 30},
+        cap=30,
+    ),
     "lean+speaker": Config(_LEAN.with_weights(speaker=0.3), _NO_WINDOWS),
     "lean+text-signals": Config(
         _LEAN.with_weights(speaker=0.3, date=1.0, time_word=0.3, role=1.0), _NO_WINDOWS
