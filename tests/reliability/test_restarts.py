@@ -35,21 +35,19 @@ CALLERS = 4
 BATCH = 3
 
 
-def _postgres(url: str) -> AsyncStore:
-    prefix = f"mb_{uuid.uuid4().hex[:8]}_"
-    return AsyncPostgresStore.from_url(url, prefix=prefix, pool_size=CALLERS, timeout=TIMEOUT)
+def _postgres(url: str, prefix: str, timeout: float) -> AsyncStore:
+    return AsyncPostgresStore.from_url(url, prefix=prefix, pool_size=CALLERS, timeout=timeout)
 
 
-def _redis(url: str) -> AsyncStore:
-    return AsyncRedisStore.from_url(url, prefix=f"mb{uuid.uuid4().hex[:8]}:", timeout=TIMEOUT)
+def _redis(url: str, prefix: str, timeout: float) -> AsyncStore:
+    return AsyncRedisStore.from_url(url, prefix=f"{prefix}:", timeout=timeout)
 
 
-def _mariadb(url: str) -> AsyncStore:
-    prefix = f"mb_{uuid.uuid4().hex[:8]}_"
-    return AsyncMySQLStore.from_url(url, prefix=prefix, pool_size=CALLERS, timeout=TIMEOUT)
+def _mariadb(url: str, prefix: str, timeout: float) -> AsyncStore:
+    return AsyncMySQLStore.from_url(url, prefix=prefix, pool_size=CALLERS, timeout=timeout)
 
 
-STORES: dict[str, Callable[[str], AsyncStore]] = {
+STORES: dict[str, Callable[[str, str, float], AsyncStore]] = {
     "postgres": _postgres,
     "redis": _redis,
     "mariadb": _mariadb,
@@ -105,7 +103,13 @@ async def test_a_restart_fails_calls_as_unavailable_then_the_same_memory_works(
     name: str, request: pytest.FixtureRequest
 ) -> None:
     server: OwnServer = request.getfixturevalue(f"own_{name}")
-    store = STORES[name](server.url)
+    prefix = f"mb_{uuid.uuid4().hex[:8]}_"
+    # The schema is made first without the short timeout: creating it on the fresh
+    # server can take longer than TIMEOUT on a loaded machine, and is not under test.
+    setup = STORES[name](server.url, prefix, 30.0)
+    await AsyncMemory(setup).threads.create()
+    await setup.close()
+    store = STORES[name](server.url, prefix, TIMEOUT)
     memory = AsyncMemory(store)
     thread = await memory.threads.create()
     load = _Load(memory, thread.id)
