@@ -7,7 +7,14 @@ from datetime import datetime
 
 import pytest
 
-from memorybank import AsyncMemory, ConfigurationError, InvalidInput, Memory, StoreClosed
+from memorybank import (
+    AsyncMemory,
+    ConfigurationError,
+    InvalidInput,
+    Memory,
+    StoreClosed,
+    ThreadForbidden,
+)
 from memorybank.stores import InMemoryStore
 
 
@@ -94,3 +101,14 @@ def test_async_memory_is_an_async_context_manager() -> None:
             return await memory.history(thread.id)
 
     assert asyncio.run(main()) == [{"role": "user", "content": "hi"}]
+
+
+def test_ensure_thread_sets_metadata_on_create_and_keeps_an_existing_threads() -> None:
+    with Memory("memory://") as memory:
+        made = memory.ensure_thread("t-meta", user_id="u", metadata={"channel": "web"})
+        assert made.metadata == {"channel": "web"}
+        again = memory.ensure_thread("t-meta", user_id="u", metadata={"channel": "sms"})
+        assert again.metadata == {"channel": "web"}
+        assert memory.threads.get("t-meta").metadata == {"channel": "web"}
+        with pytest.raises(ThreadForbidden):
+            memory.ensure_thread("t-meta", user_id="other", metadata={"channel": "sms"})
