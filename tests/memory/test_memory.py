@@ -109,6 +109,8 @@ def test_ensure_thread_sets_metadata_on_create_and_keeps_an_existing_threads() -
         assert made.metadata == {"channel": "web"}
         again = memory.ensure_thread("t-meta", user_id="u", metadata={"channel": "sms"})
         assert again.metadata == {"channel": "web"}
-        assert memory.threads.get("t-meta").metadata == {"channel": "web"}
+        stored = memory.threads.get("t-meta")
+        assert stored is not None
+        assert stored.metadata == {"channel": "web"}
         with pytest.raises(ThreadForbidden):
             memory.ensure_thread("t-meta", user_id="other", metadata={"channel": "sms"})
